@@ -1,0 +1,54 @@
+"""Shared fixtures: tiny random models that load like real checkpoints, and the real-data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("SRNET_DATA_DIR", REPO.parent / "shared" / "data"))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3) -> Path:
+    """Save a tiny random ``model_type`` classifier with the bundled tokenizer to ``path``."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    from srnet.models import default_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+    sizes = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    if model_type == "distilbert":
+        sizes = dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64)
+    if model_type == "electra":
+        sizes["embedding_size"] = 16
+    config = AutoConfig.for_model(
+        model_type, vocab_size=tokenizer.vocab_size, num_labels=num_labels,
+        max_position_embeddings=128, **sizes,
+    )
+    import torch
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(config)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny random 3-way BERT classifier on disk (loads with ``from_pretrained``)."""
+    return save_tiny_model(tmp_path_factory.mktemp("tiny_bert"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real data folder; tests that use it skip when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data not found at {SHARED_DATA}")
+    return SHARED_DATA
