@@ -1,0 +1,122 @@
+"""The Python API: every CLI command is one of these calls.
+
+>>> import srnet
+>>> result = srnet.run("recipes/demo.yaml", overrides=["training.epochs=1"])
+>>> result.metrics["ood"]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
+from srnet.errors import SrnetError
+from srnet.experiments.run import RunResult, run_recipe
+from srnet.experiments.rundir import RunDir
+
+
+def run(
+    recipe: str | Path | Recipe | dict | None,
+    overrides: list[str] | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> RunResult:
+    """Run a recipe (a YAML path, a dict, a :class:`Recipe`, or None for the defaults)."""
+    return run_recipe(as_recipe(recipe, overrides), resume=resume, overwrite=overwrite)
+
+
+def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:
+    """Resolve any accepted recipe form, applying dotted overrides."""
+    if isinstance(recipe, Recipe):
+        data = recipe.model_dump(mode="json")
+        return recipe_from_dict(apply_overrides(data, overrides or []))
+    if isinstance(recipe, dict):
+        return recipe_from_dict(apply_overrides(dict(recipe), overrides or []))
+    return load_recipe(recipe, overrides)
+
+
+def data_overrides(
+    *,
+    task: str | None = None,
+    model: str | None = None,
+    train: str | None = None,
+    dev: str | None = None,
+    challenge: list[str] | None = None,
+    name: str | None = None,
+    output_dir: str | None = None,
+) -> dict[str, Any]:
+    """A partial recipe from the common command-line flags (paths use the task's default format)."""
+    from srnet.tasks import get_task
+
+    data: dict[str, Any] = {}
+    if task:
+        data["task"] = task
+    if model:
+        data["model"] = {"name": model}
+    if name:
+        data["name"] = name
+    if output_dir:
+        data["output_dir"] = output_dir
+    section: dict[str, Any] = {}
+    if train:
+        section["train"] = {"path": train}
+    if dev:
+        section["dev"] = {"path": dev}
+    if challenge:
+        default = next(iter(get_task(task or "nli").challenge_sets), None)
+        section["challenge"] = [{"path": p, "challenge": default} for p in challenge]
+    if section:
+        data["data"] = section
+    return data
+
+
+def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """Recursively merge ``extra`` into a copy of ``base``."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def evaluate(
+    model: str,
+    recipe: str | Path | dict | None = None,
+    overrides: list[str] | None = None,
+    *,
+    overwrite: bool = False,
+) -> RunResult:
+    """Evaluate a model (hub id, path or srnet run directory) on a recipe's dev/eval/challenge splits."""
+    base = as_recipe(recipe, overrides).model_dump(mode="json")
+    base["data"]["train"] = None
+    base["pruning"] = None
+    if RunDir(Path(model)).model.is_dir():
+        base["model"]["init_from"] = model
+    else:
+        base["model"]["name"] = model
+        base["model"]["init_from"] = None
+    return run_recipe(recipe_from_dict(base), overwrite=overwrite)
+
+
+def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[str, torch.Tensor]:
+    """One-shot prune ``model`` in place with a pruning config (omp, random, fixed); return the masks.
+
+    The verb mirrors ``torchao.quantize_``: the masks stay attached as parametrizations, so the
+    model computes with them; ``srnet.export.bake_masks`` turns them into plain weights.
+    """
+    from srnet.pruning import build_method
+    from srnet.pruning.config import PruningConfig
+
+    cfg = config if isinstance(config, PruningConfig) else PruningConfig.model_validate(config)
+    method = build_method(cfg, seed)
+    if method.needs_training:
+        raise SrnetError(f"method '{cfg.method}' learns its mask; use srnet.run with a training split")
+    method.prepare(model, 1)
+    method.freeze()
+    return method.masks()

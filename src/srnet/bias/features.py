@@ -1,0 +1,192 @@
+"""Bias features: named extractors ``(examples, context) -> [N, F]`` behind one registry.
+
+A feature set is one function plus its decorator line::
+
+    @register_feature("name", per_fold=StandardScaler, help="what it captures")
+    def name_features(examples, context): ...
+
+Extractors are stateless (each row depends on its own example only) and return a dense
+array or a SciPy sparse matrix.  Anything *learnt from data* belongs in ``per_fold``: a
+factory of a scikit-learn transformer that the bias model fits, with the classifier, inside
+each cross-validation fold, so nothing learnt from held-out examples leaks into their scores.
+
+Text is lower-cased and punctuation is deleted before splitting on whitespace
+(``"Don't stop."`` -> ``["dont", "stop"]``).  ``Example.text_a`` is the premise (or claim),
+``text_b`` the hypothesis (or evidence).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import TransformerMixin
+from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+from sklearn.preprocessing import StandardScaler
+
+from srnet.bias.word_vectors import WordVectors, cosine_matrix, load_word_vectors
+from srnet.errors import SrnetError
+from srnet.tasks.base import Example
+
+_PUNCT = re.compile(r"[^\w\s]+")
+
+
+def words(text: str | None) -> list[str]:
+    """Lower-cased words of ``text`` with punctuation deleted."""
+    return _PUNCT.sub("", (text or "").lower()).split()
+
+
+@dataclass
+class FeatureContext:
+    """What extractors may need besides the examples; word vectors load on first use."""
+
+    model_name: str = "default"
+    """Backbone whose input embeddings serve as word vectors (when ``vectors_file`` is None)."""
+    vectors_file: str | Path | None = None
+    """A fastText/GloVe text vector file to use instead of the backbone's embeddings."""
+
+    @cached_property
+    def word_vectors(self) -> WordVectors:
+        return load_word_vectors(self.vectors_file, self.model_name)
+
+
+Features = np.ndarray | sparse.spmatrix
+Extractor = Callable[[Sequence[Example], FeatureContext], Features]
+
+
+@dataclass(frozen=True)
+class BiasFeature:
+    """A registered feature set."""
+
+    name: str
+    extract: Extractor
+    per_fold: Callable[[], TransformerMixin]
+    help: str
+
+
+FEATURES: dict[str, BiasFeature] = {}
+
+
+def register_feature(
+    name: str, *, per_fold: Callable[[], TransformerMixin], help: str
+) -> Callable[[Extractor], Extractor]:
+    """Decorator that registers an extractor under ``name``."""
+
+    def add(extract: Extractor) -> Extractor:
+        FEATURES[name] = BiasFeature(name, extract, per_fold, help)
+        return extract
+
+    return add
+
+
+def get_feature(name: str) -> BiasFeature:
+    """The feature set called ``name``; SrnetError listing the known ones otherwise."""
+    try:
+        return FEATURES[name]
+    except KeyError:
+        raise SrnetError(f"unknown bias feature '{name}'; known: {sorted(FEATURES)}") from None
+
+
+def extract_features(
+    name: str, examples: Sequence[Example], context: FeatureContext | None = None
+) -> Features:
+    """Run the feature set ``name`` on ``examples`` ([N, F])."""
+    return get_feature(name).extract(examples, context or FeatureContext())
+
+
+OVERLAP_COLUMNS = (
+    "contained",
+    "subsequence",
+    "overlap_rate",
+    "mean_max_similarity",
+    "min_max_similarity",
+    "log_length_ratio",
+)
+
+
+@register_feature(
+    "overlap",
+    per_fold=StandardScaler,
+    help="Clark et al.'s lexical-overlap features of a premise/hypothesis pair (NLI, paraphrase)",
+)
+def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np.ndarray:
+    """One row per pair, columns ``OVERLAP_COLUMNS``, over the pair's words P (premise), H (hypothesis):
+
+    * ``contained``: 1 when every word of H occurs in P;
+    * ``subsequence``: 1 when H occurs in P as a contiguous run of words;
+    * ``overlap_rate``: fraction of H's words that occur in P;
+    * ``mean_max_similarity`` / ``min_max_similarity``: mean / minimum over H's words of the best
+      cosine similarity to a word of P (identical words count as 1, words without a vector as 0);
+    * ``log_length_ratio``: the signed log-ratio ``log(1 + |P|) - log(1 + |H|)``.
+
+    An empty H gets zeros in the first five columns.
+    """
+    pairs = []
+    for ex in examples:
+        if ex.text_b is None:
+            raise SrnetError(f"bias feature 'overlap' needs text pairs; example '{ex.id}' has one text")
+        pairs.append((words(ex.text_a), words(ex.text_b)))
+    vocab = sorted({w for p, h in pairs for w in (*p, *h)})
+    index = {w: i for i, w in enumerate(vocab)}
+    vectors = context.word_vectors.embed(vocab) if vocab else np.zeros((0, 1), np.float32)
+    out = np.zeros((len(pairs), len(OVERLAP_COLUMNS)))
+    for row, (p, h) in enumerate(pairs):
+        out[row, 5] = np.log1p(len(p)) - np.log1p(len(h))
+        if not h:
+            continue
+        premise = set(p)
+        in_p = np.array([w in premise for w in h])
+        out[row, 0] = in_p.all()
+        out[row, 1] = any(p[i : i + len(h)] == h for i in range(len(p) - len(h) + 1))
+        out[row, 2] = in_p.mean()
+        if p:
+            best = _best_similarity(h, p, vectors, index)
+            out[row, 3], out[row, 4] = best.mean(), best.min()
+    return out
+
+
+def _best_similarity(
+    h: list[str], p: list[str], vectors: np.ndarray, index: dict[str, int]
+) -> np.ndarray:
+    """For each word of ``h``, its highest cosine similarity to a word of ``p``."""
+    sims = cosine_matrix(vectors[[index[w] for w in h]], vectors[[index[w] for w in p]])
+    sims[np.equal.outer(np.array(h, dtype=object), np.array(p, dtype=object))] = 1.0
+    return sims.max(axis=1)
+
+
+@register_feature(
+    "claim_only",
+    per_fold=StandardScaler,
+    help="max-pooled word vectors of the claim (text_a) alone (fact verification)",
+)
+def claim_only_features(examples: Sequence[Example], context: FeatureContext) -> np.ndarray:
+    """Element-wise maximum over the vectors of the claim's words (zeros for an empty claim)."""
+    claims = [words(ex.text_a) for ex in examples]
+    vectors = context.word_vectors
+    out = np.zeros((len(claims), vectors.dim), dtype=np.float32)
+    for row, claim in enumerate(claims):
+        if claim:
+            out[row] = vectors.embed(claim).max(axis=0)
+    return out
+
+
+_HASHER = HashingVectorizer(
+    analyzer=words, n_features=2**18, alternate_sign=False, norm=None, dtype=np.float64
+)
+
+
+@register_feature(
+    "hypothesis_bow",
+    per_fold=TfidfTransformer,
+    help="bag of words of the hypothesis (text_b, or text_a when there is none); IDF fit per fold",
+)
+def hypothesis_bow_features(
+    examples: Sequence[Example], context: FeatureContext
+) -> sparse.csr_matrix:
+    """Hashed word counts (2**18 buckets); the IDF weighting is learnt inside each fold."""
+    return _HASHER.transform([ex.text_a if ex.text_b is None else ex.text_b for ex in examples])

@@ -1,0 +1,296 @@
+"""Bias-prediction and teacher-prediction files: srnet's own format and the formats others ship.
+
+**srnet bias format** (``.jsonl``, written by :func:`write_bias_predictions`, atomically)::
+
+    {"srnet_bias": 1, "labels": ["entailment", ...], "feature": "overlap", "split": "train"}
+    {"id": "ex0", "log_probs": [-0.11, -2.9, -2.6]}
+    ...
+
+The first row is the header (format version 1, the task's label names in class order, the
+feature set, the split and optionally the bias model's ``accuracy`` on that split); every
+further row holds one example's natural-log probabilities in the header's label order.
+
+**Also read** by :func:`load_bias_log_probs`, chosen by file suffix:
+
+* ``.npy``: a row-aligned array [N, C] in the order of the examples given;
+* ``.pkl`` / ``.pickle``: a dict keyed by example id (pickles run code: load trusted files only);
+* ``.json``: a dict id -> list;
+* ``.jsonl`` without the header: rows ``{"id", "log_probs"}`` or ``{"id", "probs"}`` (so a
+  weak model's ``predictions/<split>.jsonl`` works as a bias file).
+
+Values may be probabilities (each row in [0, 1], summing to 1 within 1e-3) or
+log-probabilities (each row's logsumexp is 0 within 1e-3); this is detected row by row.
+Probabilities are floored at ``PROB_FLOOR`` and renormalised so no log-probability is -inf.
+
+**Teacher predictions** are the training loop's ``predictions/<split>.jsonl`` rows
+``{"id", "gold", "pred", "probs"}``, ``probs`` over the model classes.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from scipy.special import logsumexp
+
+from srnet.errors import SrnetError
+from srnet.io import atomic_write_jsonl
+
+FORMAT_VERSION = 1
+PROB_FLOOR = 1e-12
+TOLERANCE = 1e-3
+
+
+def safe_log(probs: np.ndarray) -> np.ndarray:
+    """Natural-log probabilities of rows of probabilities, floored at ``PROB_FLOOR``."""
+    floored = np.maximum(np.asarray(probs, dtype=np.float64), PROB_FLOOR)
+    return np.log(floored / floored.sum(axis=1, keepdims=True))
+
+
+def write_bias_predictions(
+    path: str | Path,
+    ids: Sequence[str],
+    log_probs: np.ndarray,
+    *,
+    labels: Sequence[str],
+    feature: str,
+    split: str,
+    accuracy: float | None = None,
+) -> Path:
+    """Write one split's bias log-probabilities in the srnet format (atomically)."""
+    log_probs = np.asarray(log_probs, dtype=np.float64)
+    if log_probs.shape != (len(ids), len(labels)):
+        raise SrnetError(
+            f"bias predictions for {path} have shape {list(log_probs.shape)}; "
+            f"expected [{len(ids)}, {len(labels)}] (examples x labels)"
+        )
+    header: dict[str, Any] = {
+        "srnet_bias": FORMAT_VERSION, "labels": list(labels), "feature": feature, "split": split
+    }
+    if accuracy is not None:
+        header["accuracy"] = round(float(accuracy), 6)
+    rows = ({"id": i, "log_probs": [round(float(v), 6) for v in row]} for i, row in zip(ids, log_probs, strict=True))
+    return atomic_write_jsonl(path, [header, *rows])
+
+
+def read_bias_header(path: str | Path) -> dict[str, Any]:
+    """The header row of an srnet bias file."""
+    rows = _read_jsonl(Path(path))
+    if not rows or "srnet_bias" not in rows[0]:
+        raise SrnetError(f"{path}: no srnet bias header row (first row needs 'srnet_bias')")
+    return rows[0]
+
+
+def load_bias_log_probs(
+    path: str | Path,
+    example_ids: Sequence[str],
+    num_classes: int,
+    labels: Sequence[str] | None = None,
+) -> np.ndarray:
+    """Bias log-probabilities [N, C] aligned to ``example_ids``, from any supported format.
+
+    ``labels`` (the task's label names), when given, must equal an srnet header's labels.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SrnetError(f"bias prediction file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        values = _load_npy(path, len(example_ids), num_classes)
+        return _to_log_probs(values, example_ids, path)
+    if suffix in (".pkl", ".pickle"):
+        mapping = _load_pickle(path)
+    elif suffix == ".json":
+        mapping = _load_json(path)
+    elif suffix == ".jsonl":
+        mapping = _load_jsonl(path, num_classes, labels)
+    else:
+        raise SrnetError(f"{path}: unknown bias file type '{suffix}'; use .jsonl, .npy, .pkl or .json")
+    return _to_log_probs(_align(mapping, example_ids, num_classes, path), example_ids, path)
+
+
+def load_teacher_probs(
+    path: str | Path,
+    example_ids: Sequence[str],
+    num_classes: int,
+    task: str | None = None,
+) -> np.ndarray:
+    """Teacher probabilities [N, C] from a run directory or its ``predictions/<split>.jsonl``.
+
+    A run directory means ``<run>/predictions/train.jsonl``.  When the run's ``config.yaml``
+    names a different top-level ``task`` than ``task``, that is an error.
+    """
+    path = Path(path)
+    file = path / "predictions" / "train.jsonl" if path.is_dir() else path
+    if task is not None:
+        _check_run_task(path if path.is_dir() else path.parent.parent, task)
+    return read_prediction_probs(file, example_ids, num_classes)
+
+
+def read_prediction_probs(
+    path: str | Path, example_ids: Sequence[str], num_classes: int | None = None
+) -> np.ndarray:
+    """``probs`` [N, C] of a ``predictions/<split>.jsonl`` file aligned to ``example_ids``.
+
+    ``num_classes`` None takes the width of the file's first row.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SrnetError(f"prediction file {path} does not exist")
+    rows = _read_jsonl(path)
+    mapping = _rows_to_mapping(rows, path, "probs")
+    if num_classes is None:
+        num_classes = len(next(iter(mapping.values()), []))
+    probs = _align(mapping, example_ids, num_classes, path)
+    bad = ~_is_probs(probs)
+    if bad.any():
+        _reject_row(probs, bad, example_ids, path, "expected probabilities")
+    return probs.astype(np.float32)
+
+
+def _check_run_task(run_dir: Path, task: str) -> None:
+    config = run_dir / "config.yaml"
+    if not config.is_file():
+        return
+    try:
+        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise SrnetError(f"{config}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+    found = data.get("task") if isinstance(data, dict) else None
+    if isinstance(found, dict):  # a task section rather than a bare name
+        found = found.get("name")
+    if found is not None and found != task:
+        raise SrnetError(f"teacher run {run_dir} was trained for task '{found}', not '{task}'")
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SrnetError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(row, dict):
+                raise SrnetError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            rows.append(row)
+    return rows
+
+
+def _rows_to_mapping(rows: list[dict[str, Any]], path: Path, *keys: str) -> dict[str, Any]:
+    """id -> the first of ``keys`` present in each row; duplicate ids are errors."""
+    mapping: dict[str, Any] = {}
+    for n, row in enumerate(rows, start=1):
+        key = next((k for k in keys if k in row), None)
+        if "id" not in row or key is None:
+            raise SrnetError(f"{path}: row {n} needs 'id' and one of {list(keys)}")
+        ex_id = str(row["id"])
+        if ex_id in mapping:
+            raise SrnetError(f"{path}: id '{ex_id}' appears twice")
+        mapping[ex_id] = row[key]
+    return mapping
+
+
+def _load_jsonl(path: Path, num_classes: int, labels: Sequence[str] | None) -> dict[str, Any]:
+    rows = _read_jsonl(path)
+    if rows and "srnet_bias" in rows[0]:
+        header, rows = rows[0], rows[1:]
+        if header["srnet_bias"] != FORMAT_VERSION:
+            raise SrnetError(f"{path}: srnet_bias format {header['srnet_bias']}; expected {FORMAT_VERSION}")
+        names = list(header.get("labels", []))
+        if len(names) != num_classes:
+            raise SrnetError(f"{path}: header has {len(names)} labels {names}; expected {num_classes} classes")
+        if labels is not None and names != list(labels):
+            raise SrnetError(f"{path}: labels {names} differ from the task's {list(labels)}")
+    return _rows_to_mapping(rows, path, "log_probs", "probs")
+
+
+def _load_npy(path: Path, num_rows: int, num_classes: int) -> np.ndarray:
+    try:
+        values = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise SrnetError(f"{path}: not a numeric .npy array ({exc})") from exc
+    if values.ndim != 2:
+        raise SrnetError(f"{path}: array has shape {list(values.shape)}; expected [{num_rows}, {num_classes}]")
+    if values.shape[0] != num_rows:
+        raise SrnetError(f"{path}: {values.shape[0]} rows; expected {num_rows} (one per example, in order)")
+    if values.shape[1] != num_classes:
+        raise SrnetError(f"{path}: {values.shape[1]} classes per row; expected {num_classes}")
+    return values.astype(np.float64)
+
+
+def _load_pickle(path: Path) -> dict[str, Any]:
+    with path.open("rb") as f:
+        try:
+            data = pickle.load(f)
+        except (pickle.UnpicklingError, EOFError) as exc:
+            raise SrnetError(f"{path}: not a readable pickle ({exc})") from exc
+    if not isinstance(data, Mapping):
+        raise SrnetError(f"{path}: pickle holds a {type(data).__name__}; expected a dict keyed by example id")
+    return {str(k): v for k, v in data.items()}
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SrnetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, dict):
+        raise SrnetError(f"{path}: JSON holds a {type(data).__name__}; expected an object id -> list")
+    return data
+
+
+def _align(
+    mapping: Mapping[str, Any], example_ids: Sequence[str], num_classes: int, path: Path
+) -> np.ndarray:
+    """Rows of ``mapping`` in the order of ``example_ids`` as [N, C] floats."""
+    missing = [i for i in example_ids if str(i) not in mapping]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise SrnetError(f"{path}: no prediction for example id '{missing[0]}'{more}")
+    out = np.empty((len(example_ids), num_classes), dtype=np.float64)
+    for n, ex_id in enumerate(example_ids):
+        try:
+            row = np.asarray(mapping[str(ex_id)], dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise SrnetError(f"{path}: row for id '{ex_id}' is not a list of numbers") from exc
+        if row.shape[0] != num_classes:
+            raise SrnetError(f"{path}: row for id '{ex_id}' has {row.shape[0]} classes; expected {num_classes}")
+        out[n] = row
+    return out
+
+
+def _is_probs(values: np.ndarray) -> np.ndarray:
+    in_range = ((values >= 0) & (values <= 1)).all(axis=1)
+    return in_range & (np.abs(values.sum(axis=1) - 1) <= TOLERANCE)
+
+
+def _is_log_probs(values: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        total = logsumexp(values, axis=1)
+    return ~np.isnan(values).any(axis=1) & (np.abs(total) <= TOLERANCE)
+
+
+def _to_log_probs(values: np.ndarray, example_ids: Sequence[str], path: Path) -> np.ndarray:
+    """Detect probabilities vs log-probabilities row by row; return floored log-probs [N, C]."""
+    probs = _is_probs(values)
+    logs = _is_log_probs(values)
+    bad = ~(probs | logs)
+    if bad.any():
+        _reject_row(values, bad, example_ids, path, "expected probabilities or log-probabilities")
+    as_probs = np.where(probs[:, None], values, np.exp(np.where(logs[:, None], values, 0.0)))
+    return safe_log(as_probs).astype(np.float32)
+
+
+def _reject_row(
+    values: np.ndarray, bad: np.ndarray, example_ids: Sequence[str], path: Path, expected: str
+) -> None:
+    n = int(np.flatnonzero(bad)[0])
+    raise SrnetError(f"{path}: row for id '{example_ids[n]}' sums to {values[n].sum():.4g}; {expected}")

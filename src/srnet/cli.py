@@ -1,0 +1,167 @@
+"""The ``srnet`` command. Thin: it parses arguments and calls :mod:`srnet.api` and friends."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from srnet.errors import SrnetError
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 for bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    try:
+        return args.func(args) or 0
+    except SrnetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="srnet", description=__doc__.splitlines()[0] if __doc__ else "")
+    sub = parser.add_subparsers(metavar="COMMAND")
+
+    p = sub.add_parser("info", help="versions, device and the default model path")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("run", help="run a YAML recipe")
+    p.add_argument("recipe", help="recipe YAML file")
+    _run_flags(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("finetune", help="fine-tune a backbone (dense); flags override the recipe")
+    p.add_argument("recipe", nargs="?", help="optional recipe YAML file")
+    _data_flags(p)
+    _run_flags(p)
+    p.set_defaults(func=cmd_finetune)
+
+    p = sub.add_parser("evaluate", help="evaluate a model or run directory on ID and OOD splits")
+    p.add_argument("model", help="srnet run directory, hub id, local path or 'default'")
+    p.add_argument("--recipe", help="recipe whose data section names the splits")
+    _data_flags(p, train=False)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("predict", help="write a finished run's predictions on one of its splits")
+    p.add_argument("run_dir")
+    p.add_argument("--split", default="train", help="train, dev, or the name of an eval/challenge split")
+    p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl)")
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("demo", help="fine-tune the default backbone offline and print ID vs OOD")
+    p.add_argument("--data-dir", help="use the real MNLI sample and HANS from this folder")
+    p.add_argument("--output-dir", default="runs")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a recipe key, e.g. --set training.lr=3e-5 (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
+
+
+def _data_flags(p: argparse.ArgumentParser, train: bool = True) -> None:
+    p.add_argument("--task", help="task name (nli, paraphrase, factver, sentiment, synthetic_nli)")
+    if train:
+        p.add_argument("--model", help="'default', a hub id or a local path")
+        p.add_argument("--train", help="training data file")
+    p.add_argument("--dev", help="ID dev data file")
+    p.add_argument("--challenge", action="append", help="challenge data file (repeatable)")
+    p.add_argument("--name", help="run name (run directory is OUTPUT_DIR/NAME)")
+    p.add_argument("--output-dir", help="folder of run directories (default runs)")
+
+
+def _flag_recipe(args) -> dict:
+    from srnet.api import as_recipe, data_overrides, merge
+
+    base = as_recipe(getattr(args, "recipe", None)).model_dump(mode="json") if getattr(
+        args, "recipe", None) else {}
+    flags = data_overrides(
+        task=args.task, model=getattr(args, "model", None), train=getattr(args, "train", None),
+        dev=args.dev, challenge=args.challenge, name=args.name, output_dir=args.output_dir,
+    )
+    return merge(base, flags)
+
+
+def cmd_info(args) -> int:
+    from srnet.experiments.rundir import environment
+    from srnet.models import default_model_path
+
+    env = environment()
+    env.pop("argv", None)
+    env["default_model_path"] = str(default_model_path())
+    print(json.dumps(env, indent=2))
+    return 0
+
+
+def cmd_run(args) -> int:
+    from srnet import api
+
+    result = api.run(args.recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
+    _print_summary(result)
+    return 0
+
+
+def cmd_finetune(args) -> int:
+    from srnet import api
+
+    recipe = _flag_recipe(args)
+    recipe["pruning"] = None
+    result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
+    _print_summary(result)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from srnet import api
+
+    recipe = _flag_recipe(args)
+    recipe.setdefault("name", f"eval_{Path(args.model).name}")
+    result = api.evaluate(args.model, recipe, args.overrides, overwrite=args.overwrite)
+    _print_summary(result)
+    return 0
+
+
+def cmd_predict(args) -> int:
+    from srnet.experiments.predict import predict_run_split
+
+    path = predict_run_split(args.run_dir, args.split, args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from srnet import api
+    from srnet.experiments.demo import demo_recipe
+
+    recipe = demo_recipe(args.data_dir, args.output_dir)
+    result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
+    _print_summary(result)
+    return 0
+
+
+def _print_summary(result) -> None:
+    from srnet.report import summary_table
+
+    print(summary_table(result.metrics))
+    print(f"\nrun directory: {result.run_dir}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,179 @@
+"""Typed recipes: one YAML file = one experiment, validated, with dotted CLI overrides.
+
+A recipe is a :class:`Recipe`.  ``load_recipe(path, overrides)`` reads YAML, applies
+``key.sub=value`` overrides (values parsed as YAML scalars) and validates.  Every error is a
+single line naming the file and the dotted key at fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from srnet.errors import SrnetError
+from srnet.pruning.config import PruningConfig
+from srnet.tasks.spec import DataSpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelConfig(_Strict):
+    name: str = Field(
+        "default", description="'default' (bundled all-MiniLM-L6-v2), a hub id or a path"
+    )
+    init_from: str | None = Field(
+        None, description="run directory whose exported model is the starting point (e.g. fine-tuned)"
+    )
+    max_length: int = Field(128, gt=8, description="max tokens per example (pairs truncated longest-first)")
+
+
+class DataConfig(_Strict):
+    train: DataSpec | None = Field(None, description="training split (omit for evaluation-only runs)")
+    dev: DataSpec | None = Field(None, description="ID dev split: evaluation cadence, best-checkpoint choice")
+    eval: list[DataSpec] = Field(default_factory=list, description="further ID evaluation splits")
+    challenge: list[DataSpec] = Field(default_factory=list, description="OOD challenge splits")
+    ood_train: DataSpec | None = Field(
+        None, description="OOD examples mixed into the training data (OOD-informed mask search)"
+    )
+    ood_label_map: dict[str, str] = Field(
+        default_factory=lambda: {"non-entailment": "contradiction"},
+        description="OOD label -> task label for ood_train (HANS is 2-way, NLI 3-way)",
+    )
+    base_dir: str | None = Field(
+        None, description="folder relative data paths are read from (default: $SRNET_DATA_DIR or cwd)"
+    )
+
+
+class TrainingConfig(_Strict):
+    epochs: float = Field(3.0, gt=0, description="passes over the training data (unless max_steps is set)")
+    max_steps: int | None = Field(None, gt=0, description="optimizer steps; overrides epochs")
+    batch_size: int = Field(32, gt=0, description="examples per optimizer micro-batch")
+    eval_batch_size: int = Field(128, gt=0, description="examples per evaluation batch")
+    grad_accum: int = Field(1, gt=0, description="micro-batches per optimizer step")
+    lr: float = Field(2e-5, gt=0, description="peak learning rate of the weights")
+    weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay (not on biases/LayerNorm)")
+    warmup_ratio: float = Field(0.1, ge=0, lt=1, description="fraction of steps of linear warm-up")
+    max_grad_norm: float | None = Field(1.0, description="gradient clipping norm (null = off)")
+    eval_every: int | None = Field(
+        None, gt=0, description="evaluate on the dev split every N steps (null = once per epoch)"
+    )
+    select_after: float = Field(
+        0.0, ge=0, le=1, description="only checkpoints after this fraction of training can be 'best'"
+    )
+    group_by_length: bool = Field(True, description="length-grouped batches (less padding)")
+    mixed_precision: Literal["no", "fp16", "bf16"] = Field("no", description="Accelerate mixed precision")
+    log_every: int = Field(20, gt=0, description="steps between log lines")
+    tensorboard: bool = Field(False, description="also log to TensorBoard (needs the tensorboard extra)")
+    checkpoint_every: int | None = Field(
+        None, gt=0, description="save a resumable checkpoint every N steps (null = at every evaluation)"
+    )
+
+
+class LossConfig(_Strict):
+    name: str = Field("ce", description="loss registry name: ce, poe, reweight, conf_reg, rmc")
+    params: dict[str, Any] = Field(default_factory=dict, description="loss parameters")
+    bias_predictions: str | None = Field(
+        None, description="bias-prediction file for the training split (poe, reweight, conf_reg)"
+    )
+    teacher: str | None = Field(
+        None, description="teacher run directory or predictions file for the training split"
+    )
+    difficulty: str | None = Field(None, description="RMC difficulty file for the training split")
+
+
+class Recipe(_Strict):
+    name: str = Field("run", description="run name; the run directory is <output_dir>/<name>")
+    task: str = Field("nli", description="task registry name")
+    seed: int = Field(42, description="seed of model init, data order and masks")
+    output_dir: str = Field("runs", description="folder that holds run directories")
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    loss: LossConfig = Field(default_factory=LossConfig)
+    pruning: PruningConfig | None = Field(None, description="subnetwork search (null = dense)")
+    dense_reference: str | None = Field(
+        None, description="run directory of the dense model, for the F_bias relative-robustness metric"
+    )
+
+    def fingerprint(self) -> str:
+        """A short hash of the resolved recipe (recorded in mask files)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "--set") -> dict[str, Any]:
+    """Apply ``a.b.c=value`` overrides (YAML-parsed values) to a nested dict, in place."""
+    for item in overrides:
+        if "=" not in item:
+            raise SrnetError(f"{source}: override '{item}' is not of the form key.sub=value")
+        key, raw = item.split("=", 1)
+        parts = key.strip().split(".")
+        if not all(parts):
+            raise SrnetError(f"{source}: override key '{key}' is empty or has an empty part")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        node = data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise SrnetError(f"{source}: '{key}' goes through '{part}', which is not a section")
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
+    """Validate a recipe dict; one-line error naming the first bad key."""
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        value = err.get("input")
+        quiet = err["type"] in ("extra_forbidden", "missing") or isinstance(value, dict)
+        shown = "" if quiet else f" (got {value!r})"
+        more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise SrnetError(f"{source}: {where}: {msg}{shown}{more}") from None
+
+
+def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> Recipe:
+    """Read a YAML recipe (or start from defaults when ``path`` is None) and apply overrides."""
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        path = Path(path)
+        source = str(path)
+        if not path.is_file():
+            raise SrnetError(f"{path}: recipe file not found")
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = f":{mark.line + 1}" if mark is not None else ""
+            raise SrnetError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise SrnetError(f"{path}: a recipe must be a mapping of sections, got {type(loaded).__name__}")
+        data = loaded
+    apply_overrides(data, overrides or [], source)
+    return recipe_from_dict(data, source)
+
+
+def dump_recipe(recipe: Recipe) -> str:
+    """The resolved recipe as YAML (what a run directory records)."""
+    return yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,75 @@
+"""Run a classifier over examples and turn its logits into per-split metrics and prediction files."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+from srnet.io import atomic_write_jsonl
+from srnet.tasks.base import Example, LabelSpace
+from srnet.training.data import Collator, EncodedDataset, model_inputs
+
+
+@torch.no_grad()
+def predict_logits(
+    model: torch.nn.Module,
+    tokenizer,
+    examples: Sequence[Example],
+    *,
+    max_length: int,
+    batch_size: int = 128,
+    device: torch.device | None = None,
+    desc: str | None = None,
+) -> np.ndarray:
+    """Logits [N, C] in the order of ``examples``; batches sorted by length for speed."""
+    dataset = EncodedDataset(examples, tokenizer, max_length)
+    order = np.argsort(-np.asarray(dataset.lengths), kind="stable")
+    batches = [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+    loader = DataLoader(dataset, batch_sampler=batches, collate_fn=Collator(tokenizer))
+    device = device or next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out = np.zeros((len(dataset), model.config.num_labels), dtype=np.float32)
+    for batch in tqdm(loader, desc=desc or "predict", leave=False, disable=desc is None):
+        inputs = {k: v.to(device) for k, v in model_inputs(model, batch).items()}
+        logits = model(**inputs).logits.float().cpu().numpy()
+        out[batch["index"].numpy()] = logits
+    model.train(was_training)
+    return out
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float64."""
+    z = logits.astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def write_predictions(
+    path: Path,
+    examples: Sequence[Example],
+    logits: np.ndarray,
+    preds: np.ndarray,
+    space: LabelSpace,
+    model_labels: Sequence[str],
+) -> None:
+    """Per-example predictions as JSON Lines: id, gold and pred (split labels), probs (model classes)."""
+    probs = softmax(logits)
+    rows = (
+        {
+            "id": ex.id,
+            "gold": space.names[ex.label],
+            "pred": space.names[int(p)],
+            "probs": [round(float(x), 6) for x in row],
+            "model_labels": list(model_labels) if i == 0 else None,
+        }
+        for i, (ex, p, row) in enumerate(zip(examples, preds, probs, strict=True))
+    )
+    atomic_write_jsonl(path, ({k: v for k, v in r.items() if v is not None} for r in rows))
+

@@ -1,0 +1,73 @@
+"""Evaluate a finished model on a recipe's ID and OOD splits and write per-example predictions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from srnet.config import Recipe
+from srnet.errors import SrnetError
+from srnet.evaluation.metrics import evaluate_split, f_bias, hans_prediction_file, predict
+from srnet.evaluation.predict import predict_logits, write_predictions
+from srnet.experiments.rundir import RunDir
+from srnet.io import atomic_write_text
+from srnet.tasks import Task, label_space, split_name
+from srnet.tasks.base import Example
+from srnet.tasks.spec import DataSpec
+
+Split = tuple[DataSpec, list[Example]]
+
+
+def evaluate_splits(
+    model: torch.nn.Module,
+    tokenizer,
+    task: Task,
+    id_sets: list[Split],
+    ood_sets: list[Split],
+    recipe: Recipe,
+    run: RunDir,
+) -> dict:
+    """``{"id": {name: block}, "ood": {name: block}}``; predictions under ``run.predictions``."""
+    out: dict[str, dict] = {"id": {}, "ood": {}}
+    for kind, sets in (("id", id_sets), ("ood", ood_sets)):
+        for spec, examples in sets:
+            name = split_name(spec)
+            space = label_space(task, spec)
+            logits = predict_logits(
+                model, tokenizer, examples, max_length=recipe.model.max_length,
+                batch_size=recipe.training.eval_batch_size, desc=f"eval {name}",
+            )
+            metric = task.challenge_metric(spec) if kind == "ood" else task.primary_metric
+            out[kind][name] = evaluate_split(logits, examples, space, task.labels, metric)
+            preds = predict(logits, task.labels, space)
+            write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, space, task.labels)
+            if spec.challenge == "hans":
+                atomic_write_text(
+                    run.predictions / f"{name}_hans_predictions.txt",
+                    hans_prediction_file(examples, preds, space),
+                )
+    return out
+
+
+def f_bias_block(metrics: dict, dense_run: Path) -> dict:
+    """F_bias of each OOD split against the first ID split, relative to a dense reference run."""
+    dense_path = RunDir(dense_run).metrics
+    if not dense_path.is_file():
+        raise SrnetError(f"dense_reference: {dense_path} not found (run the dense model first)")
+    dense = json.loads(dense_path.read_text(encoding="utf-8"))
+    if not metrics["id"]:
+        raise SrnetError("F_bias needs an ID evaluation split (data.dev)")
+    id_name = next(iter(metrics["id"]))
+    if id_name not in dense.get("id", {}):
+        raise SrnetError(f"dense_reference {dense_run} has no ID split '{id_name}'")
+    block = {"reference": str(dense_run), "id_split": id_name}
+    for name, ood in metrics["ood"].items():
+        if name not in dense.get("ood", {}):
+            raise SrnetError(f"dense_reference {dense_run} has no OOD split '{name}'")
+        block[name] = f_bias(
+            metrics["id"][id_name]["primary"], ood["primary"],
+            dense["id"][id_name]["primary"], dense["ood"][name]["primary"],
+        )
+    return block

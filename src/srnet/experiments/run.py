@@ -1,0 +1,231 @@
+"""Run one recipe end to end: data + backbone -> (bias extras) -> train/prune -> evaluate -> run dir.
+
+``run_recipe`` is what ``srnet run``, ``srnet finetune`` and ``srnet demo`` call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from accelerate.utils import set_seed
+
+from srnet.config import Recipe, dump_recipe
+from srnet.errors import SrnetError
+from srnet.evaluation.predict import predict_logits
+from srnet.experiments.evaluate import evaluate_splits
+from srnet.experiments.rundir import RunDir, environment
+from srnet.io import atomic_write_json, atomic_write_text
+from srnet.losses import build_loss
+from srnet.models import load_classifier, load_tokenizer
+from srnet.pruning import build_method
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
+from srnet.tasks import Task, get_task, load_examples
+from srnet.tasks.base import Example
+from srnet.tasks.spec import DataSpec
+from srnet.training.data import EncodedDataset
+from srnet.training.loop import Trainer
+
+DATA_DIR_ENV = "SRNET_DATA_DIR"
+"""Environment variable naming the folder that relative data paths are read from."""
+
+
+@dataclass
+class RunResult:
+    """What a finished run produced."""
+
+    run_dir: Path
+    metrics: dict = field(default_factory=dict)
+
+
+@dataclass
+class RunData:
+    """A recipe's examples, loaded before any model so bad data fails fast."""
+
+    train: list[Example] | None
+    dev: tuple[DataSpec, list[Example]] | None
+    evals: list[tuple[DataSpec, list[Example]]]
+    challenges: list[tuple[DataSpec, list[Example]]]
+
+
+def data_base_dir(recipe: Recipe) -> Path | None:
+    """Where relative data paths are resolved: ``data.base_dir``, ``$SRNET_DATA_DIR`` or cwd."""
+    base = recipe.data.base_dir or os.environ.get(DATA_DIR_ENV)
+    return Path(base) if base else None
+
+
+def load_run_data(recipe: Recipe, task: Task) -> RunData:
+    """Read every split a recipe names."""
+    base = data_base_dir(recipe)
+    data = recipe.data
+    train = load_examples(task, data.train, base_dir=base) if data.train else None
+    if train is not None and data.ood_train is not None:
+        train = train + ood_training_examples(task, data.ood_train, base, data.ood_label_map)
+    dev = (data.dev, load_examples(task, data.dev, base_dir=base)) if data.dev else None
+    evals = [(s, load_examples(task, s, base_dir=base)) for s in data.eval]
+    challenges = [(s, load_examples(task, s, base_dir=base)) for s in data.challenge]
+    return RunData(train, dev, evals, challenges)
+
+
+def ood_training_examples(
+    task: Task, spec: DataSpec, base: Path | None, label_map: dict[str, str]
+) -> list[Example]:
+    """OOD examples relabelled into the task's classes (e.g. HANS non-entailment -> contradiction)."""
+    from srnet.tasks import label_space
+
+    examples = load_examples(task, spec, base_dir=base)
+    space = label_space(task, spec)
+    out = []
+    for ex in examples:
+        name = space.names[ex.label]
+        target = label_map.get(name, name)
+        if target not in task.labels:
+            raise SrnetError(
+                f"data.ood_train: label '{name}' has no class in task {task.name}; "
+                f"map it with data.ood_label_map (classes: {list(task.labels)})"
+            )
+        out.append(Example(f"ood-{ex.id}", ex.text_a, ex.text_b, task.labels.index(target), ex.meta))
+    return out
+
+
+def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False) -> RunResult:
+    """Execute ``recipe`` and write its run directory; returns the directory and metrics."""
+    run = RunDir(Path(recipe.output_dir) / recipe.name)
+    task = get_task(recipe.task)
+    data = load_run_data(recipe, task)
+    run.prepare(resume=resume, overwrite=overwrite)
+    atomic_write_text(run.config, dump_recipe(recipe))
+    atomic_write_json(run.environment, environment())
+    set_seed(recipe.seed)
+    started = time.perf_counter()
+
+    source = str(RunDir(Path(recipe.model.init_from)).model) if recipe.model.init_from else recipe.model.name
+    tokenizer = load_tokenizer(source)
+    model = load_classifier(source, len(task.labels), dict(enumerate(task.labels)))
+    method = build_method(recipe.pruning, recipe.seed) if recipe.pruning else None
+
+    masks = None
+    best_step = None
+    if data.train is not None:
+        loss = build_loss(recipe.loss.name, recipe.loss.params)
+        extras = loss_extras(recipe, task, loss, data.train)
+        train_set = EncodedDataset(data.train, tokenizer, recipe.model.max_length, extras)
+        dev_metric = _dev_metric(recipe, task, tokenizer, data.dev) if data.dev else None
+        trainer = Trainer(
+            model, tokenizer, train_set, recipe.training, loss, run.root,
+            seed=recipe.seed, method=method, dev_metric=dev_metric,
+            mask_metadata=lambda m: _mask_metadata(recipe, source, model, m),
+        )
+        state = trainer.train(resume=resume)
+        best_step = state.best_step
+        masks = trainer.load_best()
+        model = trainer.unwrapped
+    elif method is not None:
+        method.prepare(model, 1)
+        method.freeze()
+        masks = method.masks()
+
+    from srnet.export import bake_masks, export_model
+
+    final = bake_masks(model, masks) if masks else model
+    final.eval()
+    metrics = {
+        "run": recipe.name,
+        "task": task.name,
+        "model": source,
+        "seed": recipe.seed,
+        "best_step": best_step,
+    }
+    id_sets = ([data.dev] if data.dev else []) + data.evals
+    metrics.update(evaluate_splits(final, tokenizer, task, id_sets, data.challenges, recipe, run))
+    metrics["sparsity"] = _sparsity_block(masks, recipe)
+    if recipe.dense_reference:
+        from srnet.experiments.evaluate import f_bias_block
+
+        metrics["f_bias"] = f_bias_block(metrics, Path(recipe.dense_reference))
+    metadata = _mask_metadata(recipe, source, model, masks) if masks else None
+    if masks:
+        save_masks(run.masks, masks, metadata)
+    export_model(
+        final, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True
+    )
+    metrics["time_s"] = round(time.perf_counter() - started, 1)
+    atomic_write_json(run.metrics, metrics)
+    shutil.rmtree(run.checkpoints, ignore_errors=True)
+    return RunResult(run.root, metrics)
+
+
+def _mask_metadata(recipe: Recipe, source: str, model: torch.nn.Module, masks) -> MaskMetadata:
+    cfg = recipe.pruning
+    return MaskMetadata(
+        method=cfg.method if cfg else "none",
+        base_model=source,
+        base_model_fingerprint=model_fingerprint(model, list(masks)),
+        recipe_hash=recipe.fingerprint(),
+        granularity=cfg.granularity if cfg else "unstructured",
+        target_sparsity=cfg.sparsity if cfg else None,
+    )
+
+
+def _sparsity_block(masks, recipe: Recipe) -> dict:
+    if not masks:
+        return {"overall": 0.0, "target": 0.0}
+    from srnet.evaluation.mask_analysis import sparsity_table
+
+    table = sparsity_table(masks)
+    table["target"] = recipe.pruning.sparsity if recipe.pruning else None
+    return table
+
+
+def _dev_metric(recipe: Recipe, task: Task, tokenizer, dev: tuple[DataSpec, list[Example]]):
+    from srnet.evaluation.metrics import evaluate_split
+    from srnet.tasks import label_space
+
+    spec, examples = dev
+    space = label_space(task, spec)
+
+    def metric(model: torch.nn.Module) -> float:
+        logits = predict_logits(
+            model, tokenizer, examples, max_length=recipe.model.max_length,
+            batch_size=recipe.training.eval_batch_size,
+        )
+        return evaluate_split(logits, examples, space, task.labels, task.primary_metric)["primary"]
+
+    return metric
+
+
+def loss_extras(recipe: Recipe, task: Task, loss, train: list[Example]) -> dict[str, np.ndarray]:
+    """Per-example arrays the loss needs (bias log-probs, teacher probs, difficulty), by example id."""
+    from srnet.bias import load_bias_log_probs, load_difficulty, load_teacher_probs
+
+    ids = [ex.id for ex in train]
+    cfg = recipe.loss
+    extras: dict[str, np.ndarray] = {}
+    needs = set(loss.requires)
+    if "bias_log_probs" in needs:
+        if not cfg.bias_predictions:
+            raise SrnetError(f"loss '{cfg.name}' needs loss.bias_predictions (a bias-prediction file)")
+        extras["bias_log_probs"] = load_bias_log_probs(cfg.bias_predictions, ids, len(task.labels))
+    if "teacher_probs" in needs:
+        if not cfg.teacher:
+            raise SrnetError(f"loss '{cfg.name}' needs loss.teacher (a run directory or predictions file)")
+        extras["teacher_probs"] = load_teacher_probs(cfg.teacher, ids, len(task.labels), task=task.name)
+    if "difficulty" in needs:
+        if not cfg.difficulty:
+            raise SrnetError(f"loss '{cfg.name}' needs loss.difficulty (a difficulty file)")
+        extras["difficulty"] = load_difficulty(cfg.difficulty, ids)
+    return extras
+
+
+def read_metrics(run_dir: str | Path) -> dict:
+    """The ``metrics.json`` of a finished run."""
+    path = RunDir(Path(run_dir)).metrics
+    if not path.is_file():
+        raise SrnetError(f"{path}: not found (is '{run_dir}' a finished srnet run?)")
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,117 @@
+"""Export a masked model as a plain Hugging Face checkpoint that ``from_pretrained`` loads as is.
+
+``torch.nn.utils.parametrize`` renames state-dict keys (``...parametrizations.weight.original``),
+so a parametrized model saved directly reloads with re-initialised weights.  ``bake_masks``
+removes the parametrizations on a copy and multiplies each weight by its mask instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from srnet.errors import SrnetError
+from srnet.io import atomic_write_json
+from srnet.sparsity.mask_io import MaskMetadata, masked_module, pooled_sparsity, zero_counts
+
+EXPORT_INFO_FILENAME = "srnet_export.json"
+EXPORT_FORMAT_VERSION = "1"
+
+
+def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module:
+    """A deep copy of ``model`` with each masked weight replaced by ``original_weight * mask``.
+
+    Parametrizations on masked weights are removed (restoring the original weight) before the
+    multiplication; ``model`` itself is left untouched.  Raises ``SrnetError`` when a key names
+    no weight, a shape differs, or a parametrization remains on a weight without a mask.
+    """
+    baked = copy.deepcopy(model)
+    for name, mask in masks.items():
+        module = masked_module(baked, name)
+        if parametrize.is_parametrized(module, "weight"):
+            parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
+        weight = module.weight
+        if weight.shape != mask.shape:
+            raise SrnetError(
+                f"mask '{name}' has shape {tuple(mask.shape)} but the weight has shape "
+                f"{tuple(weight.shape)}"
+            )
+        with torch.no_grad():
+            weight.mul_(mask.to(device=weight.device, dtype=weight.dtype))
+    leftover = [n for n, m in baked.named_modules() if parametrize.is_parametrized(m)]
+    if leftover:
+        raise SrnetError(
+            f"module '{leftover[0]}' is parametrized but has no mask; it cannot be exported"
+        )
+    return baked
+
+
+def masked_weight_sparsity(
+    model: nn.Module, names: list[str] | tuple[str, ...]
+) -> tuple[float, dict[str, float]]:
+    """Overall and per-matrix fraction of exact zeros in the named weights of ``model``."""
+    counts = zero_counts({name: masked_module(model, name).weight.detach() for name in names})
+    return pooled_sparsity(counts.values()), {n: z / t for n, (z, t) in counts.items()}
+
+
+def export_model(
+    model: nn.Module,
+    masks: Mapping[str, torch.Tensor],
+    tokenizer,
+    out_dir: str | Path,
+    *,
+    metadata: MaskMetadata,
+    overwrite: bool = False,
+) -> Path:
+    """Bake ``masks`` into ``model`` and save it, the tokenizer and ``srnet_export.json``.
+
+    The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
+    half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SrnetError(f"export folder {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
+    baked = bake_masks(model, masks)
+    sparsity, per_matrix = masked_weight_sparsity(baked, list(masks))
+    info = {
+        "srnet_export": EXPORT_FORMAT_VERSION,
+        "masks": metadata.model_dump(),
+        "sparsity": sparsity,
+        "per_matrix": per_matrix,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        baked.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        atomic_write_json(staging / EXPORT_INFO_FILENAME, info)
+        _move_into_place(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return out
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    """Rename ``staging`` onto ``out``; an existing ``out`` is moved aside and deleted after."""
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    os.replace(out, old)
+    try:
+        os.replace(staging, out)
+    except OSError:
+        os.replace(old, out)
+        raise
+    shutil.rmtree(old)

@@ -1,0 +1,242 @@
+"""Mask files: ``masks.safetensors`` with self-describing metadata, checked against a model on load.
+
+Masks are plain ``dict[str, torch.Tensor]`` of 0/1 entries keyed by the qualified module name of
+the masked weight (``PrunableWeight.name``), each with that weight's shape.  On disk they are
+stored as uint8; they load back as bool, bit for bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+from torch import nn
+
+from srnet.errors import SrnetError
+from srnet.io import atomic_write
+
+FORMAT_VERSION = "1"
+MASKS_FILENAME = "masks.safetensors"
+
+# Config keys that describe how a model is loaded or run, not which model it is.
+_RUNTIME_CONFIG_KEYS = frozenset({
+    "architectures", "dtype", "torch_dtype", "transformers_version", "id2label", "label2id",
+    "num_labels", "problem_type", "finetuning_task", "output_attentions", "output_hidden_states",
+    "return_dict", "use_cache", "chunk_size_feed_forward",
+})
+
+
+class MaskMetadata(BaseModel):
+    """What the producer of a mask knows about it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(description="Pruning method that decided the mask, e.g. 'mask_train'.")
+    base_model: str = Field(description="Name or path of the model the mask was found on.")
+    base_model_fingerprint: str = Field(
+        description="model_fingerprint() of that model over the masked weights."
+    )
+    recipe_hash: str = Field(default="", description="Hash of the resolved recipe, if any.")
+    granularity: str = Field(
+        default="unstructured", description="Mask granularity, e.g. 'unstructured' or 'row'."
+    )
+    target_sparsity: float | None = Field(
+        default=None, description="Sparsity the method aimed for (None when it has no target)."
+    )
+
+
+class MaskFileMetadata(MaskMetadata):
+    """Metadata of a saved mask file: the producer's fields plus sparsity measured at save time."""
+
+    format_version: str = Field(description="Version of the srnet mask file format.")
+    sparsity: float = Field(description="Fraction of zeros over all masked entries.")
+    per_matrix: dict[str, float] = Field(description="Fraction of zeros of each masked matrix.")
+
+
+def zero_counts(masks: Mapping[str, torch.Tensor]) -> dict[str, tuple[int, int]]:
+    """Map each name to ``(zeros, numel)`` of its 0/1 (or bool) tensor."""
+    return {name: (int((m == 0).sum()), m.numel()) for name, m in masks.items()}
+
+
+def pooled_sparsity(counts: Iterable[tuple[int, int]]) -> float:
+    """Overall fraction of zeros of ``(zeros, numel)`` pairs, weighted by numel."""
+    pairs = list(counts)
+    total = sum(n for _, n in pairs)
+    return sum(z for z, _ in pairs) / total if total else 0.0
+
+
+def describe_model(model: nn.Module) -> str:
+    """A short human name for a model: its type and where it was loaded from."""
+    config = getattr(model, "config", None)
+    kind = getattr(config, "model_type", None) or type(model).__name__
+    origin = getattr(config, "_name_or_path", "") if config is not None else ""
+    return f"{kind} model '{origin}'" if origin else f"{kind} model"
+
+
+def masked_module(model: nn.Module, name: str) -> nn.Module:
+    """The module called ``name`` in ``model``; ``SrnetError`` unless it has a weight tensor."""
+    try:
+        module = model.get_submodule(name)
+    except AttributeError:
+        module = None
+    if module is None or not isinstance(getattr(module, "weight", None), torch.Tensor):
+        raise SrnetError(f"mask key '{name}' names no weight in this {describe_model(model)}")
+    return module
+
+
+def model_fingerprint(model: nn.Module, names: Iterable[str]) -> str:
+    """A short hash of the model's config and the shapes of the named weights.
+
+    Load-time settings (paths, versions, dtype, label names, dropout) are left out, so the same
+    backbone loaded from another path, with another head size or another dtype, has the same
+    fingerprint; another architecture or size does not.
+    """
+    config = getattr(model, "config", None)
+    if config is None:
+        described: dict[str, Any] = {"class": type(model).__name__}
+    else:
+        described = {
+            key: value
+            for key, value in config.to_dict().items()
+            if not key.startswith("_") and key not in _RUNTIME_CONFIG_KEYS and "dropout" not in key
+        }
+    shapes = {name: list(masked_module(model, name).weight.shape) for name in sorted(names)}
+    blob = json.dumps({"config": described, "weights": shapes}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def save_masks(
+    path: str | Path, masks: Mapping[str, torch.Tensor], metadata: MaskMetadata
+) -> MaskFileMetadata:
+    """Write ``masks`` with ``metadata`` and the measured sparsity to ``path`` atomically.
+
+    ``path`` is the file, or an existing folder to write ``masks.safetensors`` into.  Returns the
+    metadata as written.
+    """
+    path = _mask_file(path)
+    if not masks:
+        raise SrnetError(f"{path}: no masks to save")
+    tensors = {
+        name: _as_bool(name, m).to(torch.uint8).cpu().contiguous() for name, m in masks.items()
+    }
+    counts = zero_counts(tensors)
+    written = MaskFileMetadata(
+        **metadata.model_dump(include=set(MaskMetadata.model_fields)),
+        format_version=FORMAT_VERSION,
+        sparsity=pooled_sparsity(counts.values()),
+        per_matrix={name: z / n for name, (z, n) in counts.items()},
+    )
+    header = _to_header(written)
+    atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
+    return written
+
+
+def load_masks(
+    path: str | Path, model: nn.Module | None = None
+) -> tuple[dict[str, torch.Tensor], MaskFileMetadata]:
+    """Read a mask file as bool tensors and its metadata.
+
+    With ``model``, check that every key names a weight of the model with the mask's shape and
+    that the model's fingerprint is the one the mask was made for.
+    """
+    path = _mask_file(path)
+    if not path.is_file():
+        raise SrnetError(f"mask file not found: {path}")
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            header = handle.metadata() or {}
+            names = handle.keys()
+            raw = {name: handle.get_tensor(name) for name in names}
+    except SafetensorError as exc:
+        raise SrnetError(f"{path}: not a readable safetensors file ({exc})") from exc
+    metadata = _from_header(header, path)
+    if set(metadata.per_matrix) != set(raw):
+        raise SrnetError(f"{path}: the tensors and the 'per_matrix' metadata name different masks")
+    masks: dict[str, torch.Tensor] = {}
+    for name in metadata.per_matrix:  # the order the masks were saved in
+        tensor = raw[name]
+        if tensor.dtype != torch.uint8 or bool((tensor > 1).any()):
+            raise SrnetError(f"{path}: mask '{name}' is not a 0/1 uint8 tensor ({tensor.dtype})")
+        masks[name] = tensor.to(torch.bool)
+    if model is not None:
+        _check_against(model, masks, metadata, path)
+    return masks, metadata
+
+
+def _check_against(
+    model: nn.Module, masks: Mapping[str, torch.Tensor], metadata: MaskFileMetadata, path: Path
+) -> None:
+    for name, mask in masks.items():
+        try:
+            weight = masked_module(model, name).weight
+        except SrnetError as exc:
+            raise SrnetError(f"{path}: {exc}") from exc
+        if weight.shape != mask.shape:
+            raise SrnetError(
+                f"{path}: mask '{name}' has shape {tuple(mask.shape)} but the model's weight has "
+                f"shape {tuple(weight.shape)}"
+            )
+    found = model_fingerprint(model, masks)
+    if found != metadata.base_model_fingerprint:
+        raise SrnetError(
+            f"{path}: masks were made for '{metadata.base_model}' (fingerprint "
+            f"{metadata.base_model_fingerprint}) but this is a {describe_model(model)} "
+            f"(fingerprint {found})"
+        )
+
+
+def _as_bool(name: str, mask: torch.Tensor) -> torch.Tensor:
+    if mask.dtype == torch.bool:
+        return mask
+    if not bool(((mask == 0) | (mask == 1)).all()):
+        raise SrnetError(f"mask '{name}' has entries other than 0 and 1 ({mask.dtype})")
+    return mask.to(torch.bool)
+
+
+def _mask_file(path: str | Path) -> Path:
+    path = Path(path)
+    return path / MASKS_FILENAME if path.is_dir() else path
+
+
+def _to_header(metadata: MaskFileMetadata) -> dict[str, str]:
+    """All-string safetensors metadata: strings as they are, everything else as JSON."""
+    return {
+        "srnet_masks": metadata.format_version,
+        **{
+            key: value if isinstance(value, str) else json.dumps(value)
+            for key, value in metadata.model_dump(exclude={"format_version"}).items()
+        },
+    }
+
+
+def _from_header(header: Mapping[str, str], path: Path) -> MaskFileMetadata:
+    version = header.get("srnet_masks")
+    if version is None:
+        raise SrnetError(f"{path}: not an srnet mask file (no 'srnet_masks' metadata)")
+    if version != FORMAT_VERSION:
+        raise SrnetError(
+            f"{path}: mask file format version {version!r} is not supported "
+            f"(this srnet reads {FORMAT_VERSION!r})"
+        )
+    fields: dict[str, Any] = {"format_version": version}
+    for key, field in MaskFileMetadata.model_fields.items():
+        if key == "format_version" or key not in header:
+            continue
+        text = header[key]
+        try:
+            fields[key] = text if field.annotation is str else json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SrnetError(f"{path}: metadata field '{key}' is not valid JSON: {text!r}") from exc
+    try:
+        return MaskFileMetadata(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise SrnetError(f"{path}: bad metadata field '{where}': {first['msg']}") from exc

@@ -1,0 +1,54 @@
+"""Resumable training checkpoints, written atomically as whole folders."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+
+
+def save_folder_atomically(target: Path, write) -> None:
+    """Call ``write(tmp_dir)`` and swap the finished folder into place of ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    old = target.with_name(target.name + ".old")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    write(tmp)
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    tmp.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def rng_state() -> dict[str, Any]:
+    """Python, NumPy and torch (CPU and CUDA) random states."""
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`rng_state` captured."""
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_model_state(model: torch.nn.Module, path: Path) -> None:
+    """Full state dict (parametrization originals and mask scores included) as safetensors."""
+    save_model(model, str(path))
+
+
+def load_model_state(model: torch.nn.Module, path: Path) -> None:
+    """Strictly load what :func:`save_model_state` wrote."""
+    load_model(model, str(path), strict=True)

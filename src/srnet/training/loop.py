@@ -1,0 +1,312 @@
+"""The training loop on Hugging Face Accelerate, shared by fine-tuning and every pruning method.
+
+The loop owns optimisation (AdamW, linear warm-up/decay, clipping, accumulation), the
+evaluation cadence, best-checkpoint choice on the ID dev metric only, resumable
+checkpoints and logging.  A pruning method plugs in through its small interface
+(``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``); a loss is any registered
+callable ``loss(logits, labels, extras, progress)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from srnet.config import TrainingConfig
+from srnet.errors import SrnetError
+from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
+from srnet.training.checkpoint import (
+    load_model_state,
+    rng_state,
+    save_folder_atomically,
+    save_model_state,
+    set_rng_state,
+)
+from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler, model_inputs
+
+DevMetric = Callable[[torch.nn.Module], float]
+"""Evaluates the model (already frozen and in eval mode) on the ID dev split; higher is better."""
+
+
+@dataclass
+class TrainState:
+    """Where training stands; saved with every checkpoint."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    best_metric: float | None = None
+    best_step: int | None = None
+
+
+def total_steps(cfg: TrainingConfig, num_examples: int) -> int:
+    """Optimizer steps implied by ``max_steps`` or ``epochs``."""
+    if cfg.max_steps is not None:
+        return cfg.max_steps
+    per_epoch = math.ceil(math.ceil(num_examples / cfg.batch_size) / cfg.grad_accum)
+    return max(1, math.ceil(per_epoch * cfg.epochs))
+
+
+def weight_param_groups(model: torch.nn.Module, lr: float, weight_decay: float) -> list[dict]:
+    """AdamW groups for trainable weights: no decay on biases and LayerNorm."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        (no_decay if param.ndim < 2 or "LayerNorm" in name else decay).append(param)
+    groups = [{"params": decay, "lr": lr, "weight_decay": weight_decay}]
+    if no_decay:
+        groups.append({"params": no_decay, "lr": lr, "weight_decay": 0.0})
+    return [g for g in groups if g["params"]]
+
+
+class Trainer:
+    """Trains ``model`` on ``train_set`` and keeps the best checkpoint under ``work_dir``.
+
+    ``work_dir`` receives ``checkpoints/last`` (resumable), ``checkpoints/best`` (model
+    state + exact masks) and ``log.jsonl``.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer,
+        train_set: EncodedDataset,
+        cfg: TrainingConfig,
+        loss_fn,
+        work_dir: Path,
+        *,
+        seed: int,
+        method=None,
+        dev_metric: DevMetric | None = None,
+        mask_metadata: Callable[[dict[str, torch.Tensor]], MaskMetadata] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.model = model
+        self.loss_fn = loss_fn
+        self.method = method
+        self.dev_metric = dev_metric
+        self.mask_metadata = mask_metadata
+        self.work_dir = Path(work_dir)
+        self.seed = seed
+        self.steps = total_steps(cfg, len(train_set))
+        self.extra_keys = tuple(train_set.extras)
+        self.sampler = LengthGroupedBatchSampler(
+            train_set.lengths, cfg.batch_size, seed, cfg.group_by_length
+        )
+        self.loader = DataLoader(
+            train_set, batch_sampler=self.sampler, collate_fn=Collator(tokenizer, train_set.extras)
+        )
+        self.accelerator = Accelerator(
+            mixed_precision=cfg.mixed_precision,
+            gradient_accumulation_steps=cfg.grad_accum,
+            cpu=not torch.cuda.is_available(),
+        )
+        if method is not None:
+            method.prepare(model, self.steps)
+            groups = method.param_groups(model, cfg.lr)
+        else:
+            groups = weight_param_groups(model, cfg.lr, cfg.weight_decay)
+        if not groups:
+            raise SrnetError("nothing to train: every parameter is frozen")
+        self.optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
+        self.scheduler = get_linear_schedule_with_warmup(
+            self.optimizer, int(cfg.warmup_ratio * self.steps), self.steps
+        )
+        self.model, self.optimizer, self.scheduler = self.accelerator.prepare(
+            self.model, self.optimizer, self.scheduler
+        )
+        self.state = TrainState()
+        self.last_dir = self.work_dir / "checkpoints" / "last"
+        self.best_dir = self.work_dir / "checkpoints" / "best"
+        self.log_path = self.work_dir / "log.jsonl"
+        self._tb = None
+
+    # ----------------------------------------------------------------- public API
+    @property
+    def unwrapped(self) -> torch.nn.Module:
+        return self.accelerator.unwrap_model(self.model)
+
+    def train(self, resume: bool = False) -> TrainState:
+        """Run (or continue) training to ``self.steps`` optimizer steps."""
+        if resume and (self.last_dir / "trainer.pt").exists():
+            self._load_last()
+        elif resume:
+            self._log({"event": "resume", "note": "no checkpoint found; starting from scratch"})
+        cfg = self.cfg
+        eval_every = cfg.eval_every or max(1, math.ceil(len(self.loader) / cfg.grad_accum))
+        save_every = cfg.checkpoint_every or eval_every
+        bar = tqdm(total=self.steps, initial=self.state.step, desc="train", dynamic_ncols=True)
+        self.model.train()
+        running, started = [], time.perf_counter()
+        while self.state.step < self.steps:
+            self.sampler.set_epoch(self.state.epoch)
+            loader = self.accelerator.skip_first_batches(self.loader, self.state.batch_in_epoch)
+            for batch in loader:
+                self.state.batch_in_epoch += 1
+                with self.accelerator.accumulate(self.model):
+                    loss = self._loss(batch)
+                    self.accelerator.backward(loss)
+                    if self.accelerator.sync_gradients and cfg.max_grad_norm:
+                        self.accelerator.clip_grad_norm_(self._trained_params(), cfg.max_grad_norm)
+                    self.optimizer.step()
+                    self.scheduler.step()
+                    self.optimizer.zero_grad(set_to_none=True)
+                running.append(loss.item())
+                if not self.accelerator.sync_gradients:
+                    continue
+                self.state.step += 1
+                bar.update(1)
+                if self.method is not None and self.method.on_step(self.state.step):
+                    self.optimizer.state.clear()
+                step = self.state.step
+                if step % cfg.log_every == 0 or step == self.steps:
+                    self._log_train(running, started, bar)
+                    running, started = [], time.perf_counter()
+                if step % eval_every == 0 or step == self.steps:
+                    self._evaluate()
+                if step % save_every == 0 or step == self.steps:
+                    self._save_last()
+                if step >= self.steps:
+                    break
+            else:
+                self.state.epoch += 1
+                self.state.batch_in_epoch = 0
+        bar.close()
+        if self.state.best_step is None:
+            self._save_best()  # no dev split (or never eligible): the last state is the result
+        if self._tb is not None:
+            self._tb.close()
+        return self.state
+
+    def load_best(self) -> dict[str, torch.Tensor] | None:
+        """Load the best model state; return its exact masks (None for dense training)."""
+        load_model_state(self.unwrapped, self.best_dir / "model.safetensors")
+        masks_path = self.best_dir / "masks.safetensors"
+        return load_masks(masks_path)[0] if masks_path.exists() else None
+
+    # ----------------------------------------------------------------- internals
+    def _trained_params(self) -> list[torch.nn.Parameter]:
+        return [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
+        logits = self.model(**model_inputs(self.unwrapped, batch)).logits
+        extras = {k: batch[k] for k in self.extra_keys}
+        progress = self.state.step / self.steps
+        loss = self.loss_fn(logits.float(), batch["labels"], extras, progress)
+        if self.method is not None:
+            penalty = self.method.penalty()
+            if penalty is not None:
+                loss = loss + penalty
+        return loss
+
+    def _eligible(self) -> bool:
+        """A checkpoint may be 'best' after ``select_after`` and once the final sparsity is reached."""
+        if self.state.step < self.cfg.select_after * self.steps:
+            return False
+        if self.method is None:
+            return True
+        final = self.method.current_sparsity(self.steps)
+        return abs(self.method.current_sparsity(self.state.step) - final) < 1e-9
+
+    def _evaluate(self) -> None:
+        if self.dev_metric is None:
+            return
+        model = self.unwrapped
+        if self.method is not None:
+            self.method.freeze()
+        model.eval()
+        metric = float(self.dev_metric(model))
+        model.train()
+        entry: dict = {"step": self.state.step, "event": "eval", "dev": metric}
+        if self.method is not None:
+            entry["sparsity"] = self.method.sparsity_report()["overall"]
+        eligible = self._eligible()
+        if eligible and (self.state.best_metric is None or metric > self.state.best_metric):
+            self.state.best_metric, self.state.best_step = metric, self.state.step
+            self._save_best()
+            entry["best"] = True
+        entry["eligible"] = eligible
+        self._log(entry)
+
+    def _save_best(self) -> None:
+        model = self.unwrapped
+        if self.method is not None:
+            self.method.freeze()
+
+        def write(folder: Path) -> None:
+            save_model_state(model, folder / "model.safetensors")
+            if self.method is not None:
+                masks = self.method.masks()
+                save_masks(folder / "masks.safetensors", masks, self.mask_metadata(masks))
+
+        save_folder_atomically(self.best_dir, write)
+
+    def _save_last(self) -> None:
+        model = self.unwrapped
+
+        def write(folder: Path) -> None:
+            save_model_state(model, folder / "model.safetensors")
+            torch.save(
+                {
+                    "state": asdict(self.state),
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "method": self.method.state_dict() if self.method is not None else None,
+                    "rng": rng_state(),
+                },
+                folder / "trainer.pt",
+            )
+
+        save_folder_atomically(self.last_dir, write)
+
+    def _load_last(self) -> None:
+        saved = torch.load(self.last_dir / "trainer.pt", weights_only=False)
+        load_model_state(self.unwrapped, self.last_dir / "model.safetensors")
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        if self.method is not None and saved["method"] is not None:
+            self.method.load_state_dict(saved["method"])
+        set_rng_state(saved["rng"])
+        self.state = TrainState(**saved["state"])
+        self._log({"event": "resume", "step": self.state.step})
+
+    def _log_train(self, losses: list[float], started: float, bar) -> None:
+        entry = {
+            "step": self.state.step,
+            "event": "train",
+            "loss": sum(losses) / max(1, len(losses)),
+            "lr": self.scheduler.get_last_lr()[0],
+            "s_per_step": (time.perf_counter() - started) / max(1, len(losses)),
+        }
+        if self.method is not None:
+            entry["target_sparsity"] = self.method.current_sparsity(self.state.step)
+        bar.set_postfix(loss=f"{entry['loss']:.4f}")
+        self._log(entry)
+
+    def _log(self, entry: dict) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        if self.cfg.tensorboard and "step" in entry:
+            self._tensorboard(entry)
+
+    def _tensorboard(self, entry: dict) -> None:
+        if self._tb is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(self.work_dir / "tensorboard"))
+        for key, value in entry.items():
+            if isinstance(value, int | float) and key != "step":
+                self._tb.add_scalar(f"{entry['event']}/{key}", value, entry["step"])
