@@ -11,7 +11,7 @@ import copy
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import torch
@@ -37,6 +37,7 @@ def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module
     for name, mask in masks.items():
         module = masked_module(baked, name)
         if parametrize.is_parametrized(module, "weight"):
+            _detach_class(module)
             parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
         weight = module.weight
         if weight.shape != mask.shape:
@@ -54,9 +55,19 @@ def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module
     return baked
 
 
-def masked_weight_sparsity(
-    model: nn.Module, names: list[str] | tuple[str, ...]
-) -> tuple[float, dict[str, float]]:
+def _detach_class(module: nn.Module) -> None:
+    """Give a deep-copied parametrized module a class of its own.
+
+    ``copy.deepcopy`` shares the injected ``Parametrized<X>`` class between original and copy,
+    and ``remove_parametrizations`` deletes the parametrized property from that class, which
+    would leave the original module without its weight.
+    """
+    cls = type(module)
+    namespace = {k: v for k, v in vars(cls).items() if k not in ("__dict__", "__weakref__")}
+    module.__class__ = type(cls.__name__, cls.__bases__, namespace)
+
+
+def masked_weight_sparsity(model: nn.Module, names: Iterable[str]) -> tuple[float, dict[str, float]]:
     """Overall and per-matrix fraction of exact zeros in the named weights of ``model``."""
     counts = zero_counts({name: masked_module(model, name).weight.detach() for name in names})
     return pooled_sparsity(counts.values()), {n: z / t for n, (z, t) in counts.items()}
@@ -68,10 +79,12 @@ def export_model(
     tokenizer,
     out_dir: str | Path,
     *,
-    metadata: MaskMetadata,
+    metadata: MaskMetadata | None,
     overwrite: bool = False,
 ) -> Path:
     """Bake ``masks`` into ``model`` and save it, the tokenizer and ``srnet_export.json``.
+
+    ``metadata`` describes the masks (``None`` for a dense export with no masks).
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
     half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
@@ -82,10 +95,10 @@ def export_model(
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
     baked = bake_masks(model, masks)
-    sparsity, per_matrix = masked_weight_sparsity(baked, list(masks))
+    sparsity, per_matrix = masked_weight_sparsity(baked, masks)
     info = {
         "srnet_export": EXPORT_FORMAT_VERSION,
-        "masks": metadata.model_dump(),
+        "masks": metadata.model_dump() if metadata is not None else None,
         "sparsity": sparsity,
         "per_matrix": per_matrix,
     }

@@ -127,7 +127,7 @@ def find_prunable(
     for qualified, module in model.named_modules():
         if not isinstance(module, nn.Linear | nn.Embedding):
             continue
-        role, layer = _classify(qualified)
+        role, layer = classify_weight(qualified)
         if role is None or role not in roles:
             continue
         if compiled is not None and not compiled.search(qualified):
@@ -140,7 +140,8 @@ def find_prunable(
     return found
 
 
-def _classify(qualified: str) -> tuple[str | None, int | None]:
+def classify_weight(qualified: str) -> tuple[str | None, int | None]:
+    """The (role, layer) of a module name, or (None, None) when it is not a prunable weight."""
     for role, patterns in _ROLE_PATTERNS.items():
         for pat in patterns:
             m = re.search(pat, qualified)

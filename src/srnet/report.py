@@ -56,6 +56,31 @@ def format_table(
     return "\n".join([line(columns), rule, *(line(r) for r in cells)]) + "\n"
 
 
+def summary_table(metrics: Mapping[str, Any]) -> str:
+    """The ID vs OOD table of one run's ``metrics.json``.
+
+    A header line (run, task, model, sparsity), then one row per evaluated split with its
+    primary metric, and F_bias for OOD splits when the metrics carry an ``f_bias`` block.
+    """
+    head = [f"{key} {metrics[key]}" for key in ("run", "task", "model") if key in metrics]
+    sparsity = metrics.get("sparsity") or {}
+    if sparsity.get("overall") is not None:
+        head.append(f"sparsity {sparsity['overall']:.1%}")
+    f_bias = metrics.get("f_bias") or {}
+    rows = [
+        {
+            "split": split,
+            "kind": kind.upper(),
+            "primary": block.get("primary"),
+            "f_bias": f_bias.get(split) if kind == "ood" else None,
+        }
+        for kind in ("id", "ood")
+        for split, block in (metrics.get(kind) or {}).items()
+    ]
+    columns = ["split", "kind", "primary", *(["f_bias"] if f_bias else [])]
+    return "  ".join(head) + "\n" + format_table(rows, columns)
+
+
 def plot_sparsity_heatmap(
     source: Mapping[str, torch.Tensor] | SparsityTable,
     path: str | Path,

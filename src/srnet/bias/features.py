@@ -150,9 +150,7 @@ def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np
     return out
 
 
-def _best_similarity(
-    h: list[str], p: list[str], vectors: np.ndarray, index: dict[str, int]
-) -> np.ndarray:
+def _best_similarity(h: list[str], p: list[str], vectors: np.ndarray, index: dict[str, int]) -> np.ndarray:
     """For each word of ``h``, its highest cosine similarity to a word of ``p``."""
     sims = cosine_matrix(vectors[[index[w] for w in h]], vectors[[index[w] for w in p]])
     sims[np.equal.outer(np.array(h, dtype=object), np.array(p, dtype=object))] = 1.0
@@ -185,8 +183,6 @@ _HASHER = HashingVectorizer(
     per_fold=TfidfTransformer,
     help="bag of words of the hypothesis (text_b, or text_a when there is none); IDF fit per fold",
 )
-def hypothesis_bow_features(
-    examples: Sequence[Example], context: FeatureContext
-) -> sparse.csr_matrix:
+def hypothesis_bow_features(examples: Sequence[Example], context: FeatureContext) -> sparse.csr_matrix:
     """Hashed word counts (2**18 buckets); the IDF weighting is learnt inside each fold."""
     return _HASHER.transform([ex.text_a if ex.text_b is None else ex.text_b for ex in examples])

@@ -70,17 +70,23 @@ def write_bias_predictions(
             f"expected [{len(ids)}, {len(labels)}] (examples x labels)"
         )
     header: dict[str, Any] = {
-        "srnet_bias": FORMAT_VERSION, "labels": list(labels), "feature": feature, "split": split
+        "srnet_bias": FORMAT_VERSION,
+        "labels": list(labels),
+        "feature": feature,
+        "split": split,
     }
     if accuracy is not None:
         header["accuracy"] = round(float(accuracy), 6)
-    rows = ({"id": i, "log_probs": [round(float(v), 6) for v in row]} for i, row in zip(ids, log_probs, strict=True))
+    rows = (
+        {"id": i, "log_probs": [round(float(v), 6) for v in row]}
+        for i, row in zip(ids, log_probs, strict=True)
+    )
     return atomic_write_jsonl(path, [header, *rows])
 
 
 def read_bias_header(path: str | Path) -> dict[str, Any]:
     """The header row of an srnet bias file."""
-    rows = _read_jsonl(Path(path))
+    rows = read_jsonl_rows(Path(path))
     if not rows or "srnet_bias" not in rows[0]:
         raise SrnetError(f"{path}: no srnet bias header row (first row needs 'srnet_bias')")
     return rows[0]
@@ -122,13 +128,14 @@ def load_teacher_probs(
 ) -> np.ndarray:
     """Teacher probabilities [N, C] from a run directory or its ``predictions/<split>.jsonl``.
 
-    A run directory means ``<run>/predictions/train.jsonl``.  When the run's ``config.yaml``
-    names a different top-level ``task`` than ``task``, that is an error.
+    A run directory means ``<run>/predictions/train.jsonl``.  When ``task`` is given and the
+    run's ``config.yaml`` names a different top-level ``task`` (a name, or a section with a
+    ``name``), that is an error.
     """
     path = Path(path)
     file = path / "predictions" / "train.jsonl" if path.is_dir() else path
-    if task is not None:
-        _check_run_task(path if path.is_dir() else path.parent.parent, task)
+    if task is not None and file.parent.name == "predictions":
+        _check_run_task(file.parent.parent, task)
     return read_prediction_probs(file, example_ids, num_classes)
 
 
@@ -142,8 +149,8 @@ def read_prediction_probs(
     path = Path(path)
     if not path.is_file():
         raise SrnetError(f"prediction file {path} does not exist")
-    rows = _read_jsonl(path)
-    mapping = _rows_to_mapping(rows, path, "probs")
+    rows = read_jsonl_rows(path)
+    mapping = rows_by_id(rows, path, "probs")
     if num_classes is None:
         num_classes = len(next(iter(mapping.values()), []))
     probs = _align(mapping, example_ids, num_classes, path)
@@ -168,7 +175,8 @@ def _check_run_task(run_dir: Path, task: str) -> None:
         raise SrnetError(f"teacher run {run_dir} was trained for task '{found}', not '{task}'")
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON Lines file; bad lines are errors naming file:line."""
     rows = []
     with path.open(encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
@@ -184,7 +192,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _rows_to_mapping(rows: list[dict[str, Any]], path: Path, *keys: str) -> dict[str, Any]:
+def rows_by_id(rows: list[dict[str, Any]], path: Path, *keys: str) -> dict[str, Any]:
     """id -> the first of ``keys`` present in each row; duplicate ids are errors."""
     mapping: dict[str, Any] = {}
     for n, row in enumerate(rows, start=1):
@@ -199,17 +207,19 @@ def _rows_to_mapping(rows: list[dict[str, Any]], path: Path, *keys: str) -> dict
 
 
 def _load_jsonl(path: Path, num_classes: int, labels: Sequence[str] | None) -> dict[str, Any]:
-    rows = _read_jsonl(path)
+    rows = read_jsonl_rows(path)
     if rows and "srnet_bias" in rows[0]:
         header, rows = rows[0], rows[1:]
         if header["srnet_bias"] != FORMAT_VERSION:
             raise SrnetError(f"{path}: srnet_bias format {header['srnet_bias']}; expected {FORMAT_VERSION}")
         names = list(header.get("labels", []))
         if len(names) != num_classes:
-            raise SrnetError(f"{path}: header has {len(names)} labels {names}; expected {num_classes} classes")
+            raise SrnetError(
+                f"{path}: header has {len(names)} labels {names}; expected {num_classes} classes"
+            )
         if labels is not None and names != list(labels):
             raise SrnetError(f"{path}: labels {names} differ from the task's {list(labels)}")
-    return _rows_to_mapping(rows, path, "log_probs", "probs")
+    return rows_by_id(rows, path, "log_probs", "probs")
 
 
 def _load_npy(path: Path, num_rows: int, num_classes: int) -> np.ndarray:
@@ -218,7 +228,9 @@ def _load_npy(path: Path, num_rows: int, num_classes: int) -> np.ndarray:
     except ValueError as exc:
         raise SrnetError(f"{path}: not a numeric .npy array ({exc})") from exc
     if values.ndim != 2:
-        raise SrnetError(f"{path}: array has shape {list(values.shape)}; expected [{num_rows}, {num_classes}]")
+        raise SrnetError(
+            f"{path}: array has shape {list(values.shape)}; expected [{num_rows}, {num_classes}]"
+        )
     if values.shape[0] != num_rows:
         raise SrnetError(f"{path}: {values.shape[0]} rows; expected {num_rows} (one per example, in order)")
     if values.shape[1] != num_classes:
@@ -251,10 +263,7 @@ def _align(
     mapping: Mapping[str, Any], example_ids: Sequence[str], num_classes: int, path: Path
 ) -> np.ndarray:
     """Rows of ``mapping`` in the order of ``example_ids`` as [N, C] floats."""
-    missing = [i for i in example_ids if str(i) not in mapping]
-    if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise SrnetError(f"{path}: no prediction for example id '{missing[0]}'{more}")
+    require_ids(mapping, example_ids, path, "prediction")
     out = np.empty((len(example_ids), num_classes), dtype=np.float64)
     for n, ex_id in enumerate(example_ids):
         try:
@@ -262,9 +271,19 @@ def _align(
         except (TypeError, ValueError) as exc:
             raise SrnetError(f"{path}: row for id '{ex_id}' is not a list of numbers") from exc
         if row.shape[0] != num_classes:
-            raise SrnetError(f"{path}: row for id '{ex_id}' has {row.shape[0]} classes; expected {num_classes}")
+            raise SrnetError(
+                f"{path}: row for id '{ex_id}' has {row.shape[0]} classes; expected {num_classes}"
+            )
         out[n] = row
     return out
+
+
+def require_ids(mapping: Mapping[str, Any], example_ids: Sequence[str], path: Path, what: str) -> None:
+    """SrnetError naming the first example id that ``mapping`` lacks, if any."""
+    missing = [i for i in example_ids if str(i) not in mapping]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise SrnetError(f"{path}: no {what} for example id '{missing[0]}'{more}")
 
 
 def _is_probs(values: np.ndarray) -> np.ndarray:

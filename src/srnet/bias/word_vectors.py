@@ -57,13 +57,18 @@ class EmbeddingWordVectors(WordVectors):
 
     def __init__(self, model_name: str = "default") -> None:
         super().__init__()
-        from srnet.models import load_classifier, load_tokenizer
+        from transformers import AutoModel
+
+        from srnet.models import load_tokenizer, resolve_model_name
 
         self.model_name = model_name
-        self._tokenizer = load_tokenizer(model_name)
-        model = load_classifier(model_name, num_labels=2)
+        self._tokenizer = load_tokenizer(model_name)  # SrnetError when the model is unreachable
+        try:
+            model = AutoModel.from_pretrained(resolve_model_name(model_name))
+        except (OSError, ValueError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise SrnetError(f"cannot load the embeddings of model '{model_name}': {first}") from exc
         self._table = model.get_input_embeddings().weight.detach().float().cpu().numpy()
-        del model
 
     @property
     def dim(self) -> int:
@@ -119,9 +124,7 @@ class FileWordVectors(WordVectors):
         parts = line.split()
         n_values = len(parts) - 1
         if n_values < self._dim or (n_values > self._dim and _is_float(parts[1])):
-            raise SrnetError(
-                f"{self.path}:{lineno}: {n_values} values after the word; expected {self._dim}"
-            )
+            raise SrnetError(f"{self.path}:{lineno}: {n_values} values after the word; expected {self._dim}")
         cut = len(parts) - self._dim
         return " ".join(parts[:cut]), parts[cut:]
 
@@ -155,4 +158,3 @@ def load_word_vectors(source: str | Path | None, model_name: str = "default") ->
     if source is None:
         return EmbeddingWordVectors(model_name)
     return FileWordVectors(source)
-

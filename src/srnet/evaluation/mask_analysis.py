@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from srnet.errors import SrnetError
-from srnet.models import PrunableWeight, _classify
+from srnet.models import PrunableWeight, classify_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
 
 
@@ -37,6 +37,14 @@ class SparsityTable:
     by_layer_role: dict[tuple[int, str], float]
     overall: float
 
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready summary: overall, per ``"<layer>.<role>"`` and per matrix."""
+        return {
+            "overall": self.overall,
+            "by_layer_role": {f"{layer}.{role}": v for (layer, role), v in self.by_layer_role.items()},
+            "per_matrix": {m.name: m.sparsity for m in self.matrices},
+        }
+
     def rows(self) -> list[dict[str, Any]]:
         """One row per matrix, for ``report.format_table``."""
         return [
@@ -56,7 +64,7 @@ def sparsity_table(
     and in the overall figure but not in ``by_layer_role``.
     """
     if prunable is None:
-        where = {name: _classify(name) for name in masks}
+        where = {name: classify_weight(name) for name in masks}
     else:
         known = {w.name: (w.role, w.layer) for w in prunable}
         missing = [name for name in masks if name not in known]

@@ -152,9 +152,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     metadata = _mask_metadata(recipe, source, model, masks) if masks else None
     if masks:
         save_masks(run.masks, masks, metadata)
-    export_model(
-        final, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True
-    )
+    export_model(model, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True)
     metrics["time_s"] = round(time.perf_counter() - started, 1)
     atomic_write_json(run.metrics, metrics)
     shutil.rmtree(run.checkpoints, ignore_errors=True)
@@ -178,7 +176,7 @@ def _sparsity_block(masks, recipe: Recipe) -> dict:
         return {"overall": 0.0, "target": 0.0}
     from srnet.evaluation.mask_analysis import sparsity_table
 
-    table = sparsity_table(masks)
+    table = sparsity_table(masks).as_dict()
     table["target"] = recipe.pruning.sparsity if recipe.pruning else None
     return table
 

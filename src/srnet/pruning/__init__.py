@@ -1,0 +1,43 @@
+"""Pruning methods behind one interface, registered by name.
+
+Importing this package registers the built-in methods: ``omp``, ``random``, ``imp``,
+``mask_train``, ``l0`` and ``fixed``.
+"""
+
+from srnet.pruning.base import (
+    LearnedMaskMethod,
+    OneShotMethod,
+    PruningMethod,
+    available_methods,
+    build_method,
+    get_method,
+    register_method,
+)
+from srnet.pruning.config import ImpConfig, L0Config, PruningConfig, ScheduleConfig
+from srnet.pruning.fixed import FixedMaskMethod, load_mask_file
+from srnet.pruning.imp import IterativeMagnitude
+from srnet.pruning.l0 import L0Gates
+from srnet.pruning.magnitude import OneShotMagnitude
+from srnet.pruning.mask_training import MaskTraining
+from srnet.pruning.random import RandomPruning
+
+__all__ = [
+    "FixedMaskMethod",
+    "ImpConfig",
+    "IterativeMagnitude",
+    "L0Config",
+    "L0Gates",
+    "LearnedMaskMethod",
+    "MaskTraining",
+    "OneShotMagnitude",
+    "OneShotMethod",
+    "PruningConfig",
+    "PruningMethod",
+    "RandomPruning",
+    "ScheduleConfig",
+    "available_methods",
+    "build_method",
+    "get_method",
+    "load_mask_file",
+    "register_method",
+]

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import nn
+from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write
@@ -86,9 +87,20 @@ def masked_module(model: nn.Module, name: str) -> nn.Module:
         module = model.get_submodule(name)
     except AttributeError:
         module = None
-    if module is None or not isinstance(getattr(module, "weight", None), torch.Tensor):
+    has_weight = module is not None and (
+        parametrize.is_parametrized(module, "weight")
+        or isinstance(getattr(module, "weight", None), torch.Tensor)
+    )
+    if not has_weight:
         raise SrnetError(f"mask key '{name}' names no weight in this {describe_model(model)}")
     return module
+
+
+def weight_shape(module: nn.Module) -> tuple[int, ...]:
+    """Shape of ``module.weight`` without running a parametrization (which may sample noise)."""
+    if parametrize.is_parametrized(module, "weight"):
+        return tuple(module.parametrizations["weight"].original.shape)
+    return tuple(module.weight.shape)
 
 
 def model_fingerprint(model: nn.Module, names: Iterable[str]) -> str:
@@ -107,7 +119,7 @@ def model_fingerprint(model: nn.Module, names: Iterable[str]) -> str:
             for key, value in config.to_dict().items()
             if not key.startswith("_") and key not in _RUNTIME_CONFIG_KEYS and "dropout" not in key
         }
-    shapes = {name: list(masked_module(model, name).weight.shape) for name in sorted(names)}
+    shapes = {name: list(weight_shape(masked_module(model, name))) for name in sorted(names)}
     blob = json.dumps({"config": described, "weights": shapes}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -175,13 +187,13 @@ def _check_against(
 ) -> None:
     for name, mask in masks.items():
         try:
-            weight = masked_module(model, name).weight
+            shape = weight_shape(masked_module(model, name))
         except SrnetError as exc:
             raise SrnetError(f"{path}: {exc}") from exc
-        if weight.shape != mask.shape:
+        if shape != tuple(mask.shape):
             raise SrnetError(
                 f"{path}: mask '{name}' has shape {tuple(mask.shape)} but the model's weight has "
-                f"shape {tuple(weight.shape)}"
+                f"shape {shape}"
             )
     found = model_fingerprint(model, masks)
     if found != metadata.base_model_fingerprint:

@@ -1,0 +1,215 @@
+"""The pruning-method interface, its two shared families, and the registry of methods.
+
+Lifecycle (as in ``torch.ao.pruning``): ``prepare(model, total_steps)`` attaches mask
+parametrizations; the training loop then calls ``param_groups``, ``penalty`` and, after every
+optimizer step, ``on_step(step)``; ``freeze()`` makes the applied mask exact at the current
+target before an evaluation or a save.  Resuming: ``prepare`` a fresh model, load the saved
+(parametrized) ``model.state_dict()``, then ``method.load_state_dict``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+import torch
+from torch import Tensor, nn
+
+from srnet.errors import SrnetError
+from srnet.models import PrunableWeight, find_prunable
+from srnet.pruning.config import PruningConfig
+from srnet.sparsity import FixedMask, Schedule, attach, original_weight
+
+M = TypeVar("M", bound="type[PruningMethod]")
+_REGISTRY: dict[str, type[PruningMethod]] = {}
+
+
+def register_method(name: str) -> Callable[[M], M]:
+    """Class decorator that registers a :class:`PruningMethod` under ``name``."""
+
+    def register(cls: M) -> M:
+        if name in _REGISTRY:
+            raise ValueError(f"pruning method '{name}' is already registered")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return register
+
+
+def available_methods() -> list[str]:
+    """The registered method names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_method(name: str) -> type[PruningMethod]:
+    """The method class registered under ``name``."""
+    if name not in _REGISTRY:
+        raise SrnetError(f"unknown pruning method '{name}'; known: {available_methods()}")
+    return _REGISTRY[name]
+
+
+def build_method(cfg: PruningConfig, seed: int = 0) -> PruningMethod:
+    """Instantiate the method that ``cfg.method`` names."""
+    return get_method(cfg.method).from_config(cfg, seed)
+
+
+class PruningMethod(ABC):
+    """Decides the masks of ``targets`` (the prunable weights selected by the config)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, cfg: PruningConfig, seed: int = 0) -> None:
+        self.cfg = cfg
+        self.seed = seed
+        self.targets: list[PrunableWeight] = []
+        self.total_steps = 0
+        self.step = 0
+        self._masks: list[FixedMask] = []
+
+    @classmethod
+    def from_config(cls, cfg: PruningConfig, seed: int = 0) -> PruningMethod:
+        return cls(cfg, seed)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def prepare(self, model: nn.Module, total_steps: int) -> None:
+        """Select the targets, attach the mask parametrizations and set ``requires_grad``."""
+        if self.targets:
+            raise SrnetError(f"pruning method '{self.name}' is already prepared")
+        if total_steps < 1:
+            raise SrnetError(f"total_steps must be >= 1, got {total_steps}")
+        self.total_steps = total_steps
+        self.targets = self.select(model)
+        self.setup(model)
+
+    def select(self, model: nn.Module) -> list[PrunableWeight]:
+        """The weights to mask (by default: ``cfg.roles`` filtered by ``cfg.pattern``)."""
+        return find_prunable(model, self.cfg.roles, self.cfg.pattern)
+
+    @abstractmethod
+    def setup(self, model: nn.Module) -> None:
+        """Attach the masks to ``self.targets`` (with :meth:`attach_masks`)."""
+
+    @abstractmethod
+    def current_sparsity(self, step: int) -> float:
+        """The target sparsity at ``step``."""
+
+    def attach_masks(self, masks: list[FixedMask]) -> None:
+        for target, mask in zip(self.targets, masks, strict=True):
+            attach(target.module, mask)
+        self._masks = masks
+
+    def param_groups(self, model: nn.Module, lr: float) -> list[dict[str, Any]]:
+        """Optimizer groups: mask parameters at ``cfg.mask_lr``, trainable weights at ``lr``."""
+        mask_params = [p for m in self._masks for p in m.parameters() if p.requires_grad]
+        mask_ids = {id(p) for p in mask_params}
+        weights = [p for p in model.parameters() if p.requires_grad and id(p) not in mask_ids]
+        groups = []
+        if mask_params:
+            groups.append(
+                {"params": mask_params, "lr": self.cfg.mask_lr, "weight_decay": 0.0, "name": "mask"}
+            )
+        if weights:
+            groups.append({"params": weights, "lr": lr, "name": "weights"})
+        return groups
+
+    def penalty(self) -> Tensor | None:
+        """A term to add to the loss (``None`` when the method has none)."""
+        return None
+
+    def on_step(self, step: int) -> bool:
+        """Called after optimizer step ``step``; returns True when weights were rewound."""
+        self.step = step
+        return False
+
+    def freeze(self) -> None:
+        """Make the applied mask exact and deterministic at the current target.
+
+        Methods whose mask is always exact (one-shot, IMP) have nothing to do.
+        """
+        return None
+
+    # -- results ---------------------------------------------------------------------------
+    def masks(self) -> dict[str, Tensor]:
+        """The applied binary masks keyed by module name."""
+        return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
+
+    def sparsity_report(self) -> dict[str, Any]:
+        """Overall and per-matrix sparsity of the applied masks, and the current target."""
+        masks = self.masks()
+        zeros = {n: m.numel() - int(torch.count_nonzero(m)) for n, m in masks.items()}
+        total = sum(m.numel() for m in masks.values())
+        return {
+            "overall": sum(zeros.values()) / total if total else 0.0,
+            "target": self.current_sparsity(self.step),
+            "per_matrix": {n: zeros[n] / masks[n].numel() for n in masks},
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """State outside ``model.state_dict()`` needed to resume exactly."""
+        return {"method": self.name, "step": self.step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("method") != self.name:
+            raise SrnetError(
+                f"pruning state is for method '{state.get('method')}', not '{self.name}'"
+            )
+        self.step = int(state["step"])
+
+
+class OneShotMethod(PruningMethod):
+    """Decides the mask once in ``prepare``; the weights stay trainable."""
+
+    def setup(self, model: nn.Module) -> None:
+        keeps = self.decide()
+        self.attach_masks(
+            [FixedMask(k, original_weight(t.module)) for t, k in zip(self.targets, keeps, strict=True)]
+        )
+
+    @abstractmethod
+    def decide(self) -> list[Tensor]:
+        """One boolean keep mask per target."""
+
+    def current_sparsity(self, step: int) -> float:
+        return self.cfg.sparsity
+
+
+class LearnedMaskMethod(PruningMethod):
+    """Trains mask parameters on frozen weights; the target follows ``cfg.schedule``."""
+
+    schedule: Schedule
+
+    def setup(self, model: nn.Module) -> None:
+        self.schedule = self.cfg.schedule.build(self.cfg.sparsity, self.total_steps)
+        self.freeze_weights(model)
+        self.attach_masks(self.make_masks())
+        self.freeze()
+
+    @property
+    def trains_weights(self) -> bool:
+        """Whether all weights are trained along with the mask."""
+        return False
+
+    def freeze_weights(self, model: nn.Module) -> None:
+        """Freeze the weights unless trained; ``cfg.train_classifier`` keeps the head trainable."""
+        trainable: set[int] = set()
+        if self.cfg.train_classifier:
+            heads = find_prunable(model, ("classifier",))
+            trainable = {id(p) for t in heads for p in t.module.parameters()}
+        for p in model.parameters():
+            p.requires_grad_(self.trains_weights or id(p) in trainable)
+
+    @abstractmethod
+    def make_masks(self) -> list[FixedMask]:
+        """One mask parametrization per target."""
+
+    def current_sparsity(self, step: int) -> float:
+        return self.schedule(step)
+
+    def freeze(self) -> None:
+        self.rerank(self.current_sparsity(self.step))
+
+    @abstractmethod
+    def rerank(self, sparsity: float) -> None:
+        """Apply the exact top-k of the mask parameters at ``sparsity``."""

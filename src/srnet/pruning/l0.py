@@ -1,0 +1,58 @@
+"""L0 regularisation with hard-concrete gates (Louizos et al. 2018; Robust Tickets).
+
+Training draws stochastic gates and adds ``lambda_t`` times the expected fraction of non-zero
+gates to the loss; ``freeze()`` applies the exact top-k of ``log_alpha`` at the target, which
+the model uses in eval mode.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from srnet.pruning.base import LearnedMaskMethod, register_method
+from srnet.sparsity import FixedMask, HardConcreteMask, original_weight, rank
+
+
+@register_method("l0")
+class L0Gates(LearnedMaskMethod):
+    """Hard-concrete gates on frozen weights (``cfg.l0.train_weights`` trains them too)."""
+
+    _masks: list[HardConcreteMask]
+
+    @property
+    def trains_weights(self) -> bool:
+        return self.cfg.l0.train_weights
+
+    def make_masks(self) -> list[FixedMask]:
+        l0 = self.cfg.l0
+        masks = []
+        for target in self.targets:
+            weight = original_weight(target.module)
+            masks.append(
+                HardConcreteMask(
+                    weight.new_ones(weight.shape), weight, l0.init_keep, l0.temperature,
+                    l0.gamma, l0.zeta,
+                )
+            )
+        return masks
+
+    def rerank(self, sparsity: float) -> None:
+        scores = [m.log_alpha for m in self._masks]
+        for mask, (keep, _) in zip(
+            self._masks, rank(scores, sparsity, self.cfg.granularity), strict=True
+        ):
+            mask.set_mask(keep)
+
+    def lambda_at(self, step: int) -> float:
+        """The penalty weight, ramped linearly from 0 over ``lambda_warmup`` of the steps."""
+        warmup = self.cfg.l0.lambda_warmup * self.total_steps
+        ramp = min(1.0, step / warmup) if warmup > 0 else 1.0
+        return self.cfg.l0.lambda_ * ramp
+
+    def expected_density(self) -> Tensor:
+        """The expected fraction of non-zero gates (differentiable in ``log_alpha``)."""
+        kept = sum(m.keep_probability().sum() for m in self._masks)
+        return kept / sum(m.mask.numel() for m in self._masks)
+
+    def penalty(self) -> Tensor:
+        return self.lambda_at(self.step) * self.expected_density()

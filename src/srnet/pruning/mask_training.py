@@ -1,0 +1,57 @@
+"""Mask training (Win-win; Zhao et al. 2020): learn scores on frozen weights through an STE.
+
+The applied mask is ``scores >= threshold``; a re-rank every ``cfg.rerank_every`` steps (and
+at every ``freeze()``) applies the exact top-k of the scores at the scheduled target and
+resets the threshold, which is held fixed in between.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from srnet.pruning.base import LearnedMaskMethod, register_method
+from srnet.pruning.magnitude import magnitudes
+from srnet.pruning.random import uniform_scores
+from srnet.sparsity import FixedMask, ScoreMask, original_weight, rank
+
+
+@register_method("mask_train")
+class MaskTraining(LearnedMaskMethod):
+    """Score masks with a straight-through estimator; weights frozen (optionally the head)."""
+
+    _masks: list[ScoreMask]
+
+    def initial_scores(self) -> list[Tensor]:
+        """``hard``: alpha*phi on the top magnitudes at the final target, 0 elsewhere;
+        ``soft``: |W|; ``random``: seeded U(0, 1)."""
+        cfg = self.cfg
+        if cfg.init == "soft":
+            return magnitudes(self.targets)
+        if cfg.init == "random":
+            weights = [original_weight(t.module) for t in self.targets]
+            return uniform_scores([w.shape for w in weights], self.seed, [w.device for w in weights])
+        ranked = rank(magnitudes(self.targets), cfg.sparsity, cfg.granularity)
+        return [keep * (cfg.alpha * cfg.phi) for keep, _ in ranked]
+
+    def make_masks(self) -> list[FixedMask]:
+        weights = [original_weight(t.module) for t in self.targets]
+        return [
+            ScoreMask(s.to(w.dtype), keep=s.new_ones(s.shape), threshold=float("-inf"))
+            for s, w in zip(self.initial_scores(), weights, strict=True)
+        ]
+
+    def rerank(self, sparsity: float) -> None:
+        scores = [m.scores for m in self._masks]
+        for mask, (keep, threshold) in zip(
+            self._masks, rank(scores, sparsity, self.cfg.granularity), strict=True
+        ):
+            mask.set_ranked(keep, threshold)
+
+    def on_step(self, step: int) -> bool:
+        super().on_step(step)
+        if step % self.cfg.rerank_every == 0:
+            self.freeze()
+        else:
+            for mask in self._masks:
+                mask.update_mask()
+        return False

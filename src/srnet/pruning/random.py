@@ -1,0 +1,25 @@
+"""Random pruning at the target sparsity (a seeded baseline)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from srnet.pruning.base import OneShotMethod, register_method
+from srnet.sparsity import rank
+
+
+def uniform_scores(shapes: list[torch.Size], seed: int, devices: list[torch.device]) -> list[Tensor]:
+    """Seeded U(0, 1) scores, drawn on the CPU so that they do not depend on the device."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.rand(s, generator=generator).to(d) for s, d in zip(shapes, devices, strict=True)]
+
+
+@register_method("random")
+class RandomPruning(OneShotMethod):
+    """Drop uniformly random weights: the same per-matrix (local) or total (global) sparsity."""
+
+    def decide(self) -> list[Tensor]:
+        weights = [t.module.weight for t in self.targets]
+        scores = uniform_scores([w.shape for w in weights], self.seed, [w.device for w in weights])
+        return [keep for keep, _ in rank(scores, self.cfg.sparsity, self.cfg.granularity)]

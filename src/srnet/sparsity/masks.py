@@ -1,0 +1,138 @@
+"""Mask parametrizations: ``weight -> weight * mask`` attached with ``torch.nn.utils.parametrize``.
+
+Every parametrization keeps the applied binary mask as a 0/1 buffer ``mask`` in the weight's
+dtype (it follows ``model.to(...)``), so the applied mask is always one tensor away and the
+forward pass costs one multiplication.
+
+- :class:`FixedMask`: a given mask (one-shot methods, IMP).
+- :class:`ScoreMask`: learnable scores; the mask ``scores >= threshold`` is applied in the
+  forward pass and the gradient reaches the scores unchanged (straight-through estimator).
+  The mask is recomputed only when asked (:meth:`ScoreMask.update_mask` after an optimizer
+  step, :meth:`ScoreMask.set_ranked` at a re-rank), never per forward.
+- :class:`HardConcreteMask`: L0 hard-concrete gates (Louizos et al. 2018); stochastic gates
+  in training mode, the deterministic ``mask`` buffer in eval mode.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils import parametrize
+
+
+class FixedMask(nn.Module):
+    """Multiply the weight by a fixed 0/1 mask (the base of every mask parametrization)."""
+
+    mask: Tensor
+
+    def __init__(self, keep: Tensor, like: Tensor) -> None:
+        """``keep``: the 0/1 mask; ``like``: the weight, whose device and dtype the mask takes."""
+        super().__init__()
+        self.register_buffer("mask", keep.detach().to(like.device, like.dtype, copy=True))
+
+    def forward(self, weight: Tensor) -> Tensor:
+        return weight * self.mask
+
+    def set_mask(self, keep: Tensor) -> None:
+        """Apply a new binary mask (same shape)."""
+        self.mask.copy_(keep)
+
+    def binary_mask(self) -> Tensor:
+        """The applied mask as a boolean tensor."""
+        return self.mask.bool()
+
+
+class _StraightThrough(torch.autograd.Function):
+    """``weight * mask`` whose gradient reaches ``scores`` as if the mask were the scores."""
+
+    @staticmethod
+    def forward(weight: Tensor, scores: Tensor, mask: Tensor) -> Tensor:
+        return weight * mask
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        weight, _, mask = inputs
+        ctx.save_for_backward(weight, mask)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        weight, mask = ctx.saved_tensors
+        grad_weight = grad * mask if ctx.needs_input_grad[0] else None
+        grad_scores = grad * weight if ctx.needs_input_grad[1] else None
+        return grad_weight, grad_scores, None
+
+
+class ScoreMask(FixedMask):
+    """Learnable scores thresholded into a binary mask, trained with a straight-through gradient."""
+
+    threshold: Tensor
+
+    def __init__(self, scores: Tensor, keep: Tensor, threshold: float) -> None:
+        super().__init__(keep, scores)
+        self.scores = nn.Parameter(scores.detach().clone())
+        self.register_buffer("threshold", torch.tensor(threshold, device=scores.device))
+
+    def forward(self, weight: Tensor) -> Tensor:
+        return _StraightThrough.apply(weight, self.scores, self.mask)
+
+    def update_mask(self) -> None:
+        """Recompute the mask from the current scores and the held threshold."""
+        torch.ge(self.scores.detach(), self.threshold, out=self.mask)
+
+    def set_ranked(self, keep: Tensor, threshold: float) -> None:
+        """Apply an exact ranking and hold its threshold until the next one."""
+        self.set_mask(keep)
+        self.threshold.fill_(threshold)
+
+
+class HardConcreteMask(FixedMask):
+    """Hard-concrete (stretched, clamped binary-concrete) gates with learnable ``log_alpha``.
+
+    ``log_alpha`` starts at ``logit(init_keep)`` as in Louizos et al.'s reference code.  In
+    training mode each forward draws fresh gates from the global RNG; in eval mode the weight is
+    multiplied by the deterministic ``mask`` buffer (set by ranking ``log_alpha``).
+    """
+
+    def __init__(
+        self,
+        keep: Tensor,
+        like: Tensor,
+        init_keep: float = 0.9,
+        temperature: float = 2 / 3,
+        gamma: float = -0.1,
+        zeta: float = 1.1,
+    ) -> None:
+        super().__init__(keep, like)
+        logit = math.log(init_keep / (1 - init_keep))
+        self.log_alpha = nn.Parameter(torch.full_like(self.mask, logit))
+        self.temperature, self.gamma, self.zeta = temperature, gamma, zeta
+
+    def forward(self, weight: Tensor) -> Tensor:
+        return weight * (self.sample_gates() if self.training else self.mask)
+
+    def sample_gates(self) -> Tensor:
+        """Draw stochastic gates in [0, 1] (differentiable in ``log_alpha``)."""
+        eps = 1e-6
+        u = torch.rand_like(self.log_alpha).clamp_(eps, 1 - eps)
+        s = torch.sigmoid((u.log() - (-u).log1p() + self.log_alpha) / self.temperature)
+        return (s * (self.zeta - self.gamma) + self.gamma).clamp(0.0, 1.0)
+
+    def keep_probability(self) -> Tensor:
+        """P(gate != 0) for every entry; its sum is the expected L0 norm."""
+        shift = self.temperature * math.log(-self.gamma / self.zeta)
+        return torch.sigmoid(self.log_alpha - shift)
+
+
+def attach(module: nn.Module, mask: FixedMask) -> FixedMask:
+    """Register ``mask`` as the parametrization of ``module.weight``."""
+    parametrize.register_parametrization(module, "weight", mask)
+    return mask
+
+
+def original_weight(module: nn.Module) -> Tensor:
+    """The unmasked weight of ``module`` (the parametrization's ``original`` when masked)."""
+    if parametrize.is_parametrized(module, "weight"):
+        return module.parametrizations.weight.original
+    return module.weight

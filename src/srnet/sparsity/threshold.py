@@ -1,0 +1,80 @@
+"""Sparsity control: exact top-k keep masks, per matrix (local) or across matrices (global).
+
+A ranking keeps the ``numel - round(s * numel)`` highest scores, so the number of zeros is
+exactly ``round(s * numel)`` (``round`` is Python's).  Ties at the cut are broken by index
+order (lower flat index kept first), which makes the result deterministic on any device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from srnet.errors import SrnetError
+
+Granularity = Literal["local", "global"]
+
+
+def check_sparsity(sparsity: float, what: str = "sparsity") -> float:
+    """Return ``sparsity`` if it lies in [0, 1); raise ``SrnetError`` naming the value otherwise."""
+    if not 0.0 <= sparsity < 1.0:
+        raise SrnetError(f"{what} must be in [0, 1), got {sparsity}")
+    return float(sparsity)
+
+
+def num_pruned(numel: int, sparsity: float) -> int:
+    """The number of zeros a mask over ``numel`` entries has at ``sparsity``."""
+    return round(check_sparsity(sparsity) * numel)
+
+
+def topk_keep(scores: Tensor, sparsity: float) -> tuple[Tensor, float]:
+    """Keep the highest scores so that exactly ``round(s * numel)`` entries are dropped.
+
+    Returns the boolean keep mask (shaped like ``scores``) and a threshold half-way between
+    the lowest kept and the highest dropped score, so that ``scores >= threshold`` reproduces
+    the mask when there are no ties at the cut (``-inf``/``inf`` when nothing/everything is
+    dropped).
+    """
+    flat = scores.detach().reshape(-1)
+    n = flat.numel()
+    keep_n = n - num_pruned(n, sparsity)
+    if keep_n == n:
+        return torch.ones_like(scores, dtype=torch.bool), float("-inf")
+    if keep_n == 0:
+        return torch.zeros_like(scores, dtype=torch.bool), float("inf")
+    lowest_kept = torch.kthvalue(flat, n - keep_n + 1).values
+    highest_dropped = torch.kthvalue(flat, n - keep_n).values
+    keep = flat > lowest_kept
+    missing = keep_n - int(keep.sum())
+    if missing:
+        ties = torch.nonzero(flat == lowest_kept).squeeze(1)[:missing]
+        keep[ties] = True
+    threshold = float((lowest_kept + highest_dropped) / 2)
+    return keep.view_as(scores), threshold
+
+
+def rank(
+    scores: Sequence[Tensor], sparsity: float, granularity: Granularity = "local"
+) -> list[tuple[Tensor, float]]:
+    """Keep masks (and thresholds) for several matrices at ``sparsity``.
+
+    ``local``: each matrix gets exactly the target sparsity.  ``global``: one threshold over
+    all scores compared across matrices, so the *total* number of zeros is exact.
+    """
+    if granularity == "local":
+        return [topk_keep(s, sparsity) for s in scores]
+    if granularity != "global":
+        raise SrnetError(f"granularity must be 'local' or 'global', got '{granularity}'")
+    device = scores[0].device
+    flat = torch.cat([s.detach().reshape(-1).to(device) for s in scores])
+    keep, threshold = topk_keep(flat, sparsity)
+    parts = keep.split([s.numel() for s in scores])
+    return [(p.view_as(s).to(s.device), threshold) for p, s in zip(parts, scores, strict=True)]
+
+
+def sparsity_of(mask: Tensor) -> float:
+    """The fraction of zeros in a 0/1 mask."""
+    return 1.0 - float(torch.count_nonzero(mask)) / mask.numel()

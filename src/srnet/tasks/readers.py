@@ -1,0 +1,191 @@
+"""Readers: turn a data file or hub dataset into raw rows (column -> string) with line numbers.
+
+Readers know file layouts, not tasks: :func:`open_split` picks the layout of a
+:class:`~srnet.tasks.spec.DataSpec` (JSON Lines, CSV, TSV or the hub) and
+:data:`FORMAT_COLUMNS` says where the named public formats keep their fields.  Turning rows
+into :class:`~srnet.tasks.base.Example` objects is :mod:`srnet.tasks.loading`'s job.
+
+TSV files are read without quote processing (as GLUE, HANS and PAWS are written); CSV files
+use standard quoting.  Line numbers are 1-based and count the header line.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from srnet.errors import SrnetError
+from srnet.tasks.spec import ColumnMap, DataSpec, HubSpec
+
+NO_GOLD = "-"
+"""Label of SNLI/MNLI rows without annotator agreement: such rows are skipped and counted."""
+
+FORMAT_COLUMNS: dict[str, ColumnMap] = {
+    "glue_mnli": {
+        "text_a": ("sentence1",), "text_b": ("sentence2",), "label": ("gold_label",),
+        "id": ("pairID",), "genre": ("genre",),
+    },
+    "glue_qqp": {
+        "text_a": ("question1",), "text_b": ("question2",), "label": ("is_duplicate",), "id": ("id",),
+    },
+    "hans": {
+        "text_a": ("sentence1", "premise"), "text_b": ("sentence2", "hypothesis"),
+        "label": ("gold_label", "label"), "id": ("pairID",), "heuristic": ("heuristic",),
+        "subcase": ("subcase",), "template": ("template",),
+    },
+    "paws": {"text_a": ("sentence1",), "text_b": ("sentence2",), "label": ("label",), "id": ("id",)},
+    "fever": {
+        "text_a": ("claim",), "text_b": ("evidence", "sentence2"), "label": ("label", "gold_label"),
+        "id": ("id",),
+    },
+}
+"""Default columns of the named formats; they override the task's defaults."""
+
+_TSV_FORMATS = ("tsv", "glue_mnli", "glue_qqp", "paws")
+_JSONL_SUFFIXES = (".jsonl", ".json")
+
+
+class RawRow(NamedTuple):
+    """One record: its 1-based line number (for error messages) and its fields as strings."""
+
+    line: int
+    fields: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RawSplit:
+    """The rows of one source; ``header`` is known up front for tabular files and hub datasets."""
+
+    source: str
+    header: tuple[str, ...] | None
+    rows: Iterator[RawRow]
+
+
+def resolve_path(path: str, base_dir: str | Path | None = None) -> Path:
+    """Expand ``$VARS`` and ``~``; resolve a relative path against ``base_dir`` (else the cwd)."""
+    resolved = Path(os.path.expanduser(os.path.expandvars(path)))
+    if not resolved.is_absolute() and base_dir is not None:
+        resolved = Path(base_dir) / resolved
+    return resolved
+
+
+def open_split(spec: DataSpec, base_dir: str | Path | None = None) -> RawSplit:
+    """The raw rows of a file or hub split named by ``spec`` (not the synthetic generator)."""
+    fmt = spec.resolved_format
+    if fmt == "hub":
+        assert spec.hub is not None  # guaranteed by DataSpec validation
+        return read_hub(spec.hub)
+    if fmt == "synthetic":
+        raise SrnetError("synthetic splits are generated, not read; use srnet.tasks.load_examples")
+    path = resolve_path(spec.path or "", base_dir)
+    if not path.is_file():
+        raise SrnetError(f"{path}: data file not found")
+    if fmt in ("jsonl", "fever") or (fmt == "hans" and path.suffix.lower() in _JSONL_SUFFIXES):
+        return read_jsonl(path)
+    return read_delimited(path, "," if fmt == "csv" else "\t")
+
+
+def read_jsonl(path: Path) -> RawSplit:
+    """One JSON object per line; blank lines are skipped; ``null`` values count as absent."""
+    return RawSplit(str(path), None, _jsonl_rows(path))
+
+
+def _jsonl_rows(path: Path) -> Iterator[RawRow]:
+    for line, text in _lines(path):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError:
+            raise SrnetError(f"{path}:{line}: invalid JSON") from None
+        if not isinstance(record, dict):
+            raise SrnetError(f"{path}:{line}: invalid JSON (expected an object per line)")
+        yield RawRow(line, {k: _as_text(v) for k, v in record.items() if v is not None})
+
+
+def read_delimited(path: Path, delimiter: str) -> RawSplit:
+    """A CSV (``,``) or TSV (``\\t``) file whose first line names the columns."""
+    with closing(_lines(path)) as lines:
+        first = next((text for _, text in lines if text.strip()), None)
+    if first is None:
+        raise SrnetError(f"{path}: no examples")
+    header = tuple(next(_records([first], delimiter)))
+    return RawSplit(str(path), header, _delimited_rows(path, delimiter, header))
+
+
+def _delimited_rows(path: Path, delimiter: str, header: tuple[str, ...]) -> Iterator[RawRow]:
+    reader = _records((text for _, text in _lines(path)), delimiter)
+    in_body = False
+    for values in reader:
+        if not values or values == [""]:
+            continue
+        if not in_body:  # the header line
+            in_body = True
+            continue
+        if len(values) != len(header):
+            raise SrnetError(
+                f"{path}:{reader.line_num}: expected {len(header)} fields, found {len(values)}"
+            )
+        yield RawRow(reader.line_num, dict(zip(header, values, strict=True)))
+
+
+def _records(lines: Iterable[str], delimiter: str):
+    if delimiter == "\t":
+        return csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    return csv.reader(lines, delimiter=delimiter)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line_number, text)`` of a UTF-8 file (a BOM is dropped); decoding errors name the line."""
+    line = 0
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        try:
+            for line, text in enumerate(handle, start=1):
+                yield line, text
+        except UnicodeDecodeError:
+            raise SrnetError(f"{path}: not valid UTF-8 text (near line {line + 1})") from None
+
+
+def read_hub(hub: HubSpec) -> RawSplit:
+    """A hub split via ``datasets.load_dataset``; ClassLabel ints become names (-1 -> ``-``)."""
+    source = f"hub:{hub.name}" + (f"/{hub.config}" if hub.config else "") + f":{hub.split}"
+    try:
+        from datasets import ClassLabel, load_dataset
+
+        dataset = load_dataset(hub.name, hub.config, split=hub.split)
+    except Exception as exc:  # network, missing dataset/config/split: all one user-facing error
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise SrnetError(
+            f"{source}: could not load the dataset ({type(exc).__name__}: {reason})"
+        ) from None
+    class_names = {
+        col: feature.names for col, feature in dataset.features.items() if isinstance(feature, ClassLabel)
+    }
+
+    def rows() -> Iterator[RawRow]:
+        for index, record in enumerate(dataset, start=1):
+            fields = {}
+            for key, value in record.items():
+                if key in class_names and isinstance(value, int):
+                    fields[key] = class_names[key][value] if value >= 0 else NO_GOLD
+                elif value is not None:
+                    fields[key] = _as_text(value)
+            yield RawRow(index, fields)
+
+    return RawSplit(source, tuple(dataset.column_names), rows())
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, bool | list | dict):
+        return json.dumps(value)
+    return str(value)

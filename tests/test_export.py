@@ -1,0 +1,166 @@
+"""Export: baked masks survive save_pretrained and reload with plain transformers, bit for bit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from conftest import save_tiny_model
+from srnet.errors import SrnetError
+from srnet.export import EXPORT_INFO_FILENAME, bake_masks, export_model
+from srnet.models import find_prunable
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, pooled_sparsity, zero_counts
+
+
+class _TimesMask(nn.Module):
+    """A fixed-mask parametrization standing in for srnet's own."""
+
+    def __init__(self, mask: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("mask", mask.float())
+
+    def forward(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight * self.mask
+
+
+def _masks_for(model: nn.Module, seed: int = 0) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return {
+        w.name: torch.rand(w.module.weight.shape, generator=gen) > 0.5 for w in find_prunable(model)
+    }
+
+
+def _parametrize(model: nn.Module, masks: dict[str, torch.Tensor]) -> None:
+    for name, mask in masks.items():
+        parametrize.register_parametrization(model.get_submodule(name), "weight", _TimesMask(mask))
+
+
+def _metadata(model: nn.Module, masks: dict[str, torch.Tensor]) -> MaskMetadata:
+    return MaskMetadata(
+        method="test", base_model="tiny", base_model_fingerprint=model_fingerprint(model, masks)
+    )
+
+
+def _logits(model: nn.Module, tokenizer) -> torch.Tensor:
+    batch = tokenizer(
+        ["a man is playing a guitar", "nobody sleeps"], ["someone plays music", "a cat sleeps"],
+        return_tensors="pt", padding=True,
+    )
+    with torch.no_grad():
+        return model(**batch).logits
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "distilbert", "electra"])
+def test_export_reloads_with_plain_transformers(tmp_path, model_type):
+    src = save_tiny_model(tmp_path / "src", model_type)
+    tokenizer = AutoTokenizer.from_pretrained(src)
+    model = AutoModelForSequenceClassification.from_pretrained(src).eval()
+    masks = _masks_for(model)
+    _parametrize(model, masks)
+    expected = _logits(model, tokenizer)
+
+    out = export_model(model, masks, tokenizer, tmp_path / "export", metadata=_metadata(model, masks))
+
+    reloaded, info = AutoModelForSequenceClassification.from_pretrained(
+        out, output_loading_info=True
+    )
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    assert not info["mismatched_keys"]
+    reloaded.eval()
+    torch.testing.assert_close(_logits(reloaded, tokenizer), expected, rtol=0, atol=1e-6)
+    baked_state = bake_masks(model, masks).state_dict()
+    reloaded_state = reloaded.state_dict()
+    assert set(reloaded_state) == set(baked_state)
+    for key, tensor in baked_state.items():
+        assert torch.equal(reloaded_state[key], tensor), key
+    for name, mask in masks.items():
+        weight = reloaded.get_submodule(name).weight
+        assert torch.all(weight[~mask] == 0), name
+        assert torch.all(weight[mask] != 0), name
+    assert parametrize.is_parametrized(model.get_submodule(next(iter(masks))))  # untouched
+    assert torch.equal(_logits(model, tokenizer), expected)
+
+    exported = json.loads((out / EXPORT_INFO_FILENAME).read_text())
+    assert exported["masks"]["method"] == "test"
+    assert exported["sparsity"] == pytest.approx(pooled_sparsity(zero_counts(masks).values()))
+    assert set(exported["per_matrix"]) == set(masks)
+    assert AutoTokenizer.from_pretrained(out)("hello world")["input_ids"] == tokenizer(
+        "hello world"
+    )["input_ids"]
+
+
+def test_bake_without_parametrizations_multiplies_weights():
+    model = nn.Sequential(nn.Linear(3, 2, bias=False))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    mask = torch.tensor([[True, False, True], [False, False, True]])
+    baked = bake_masks(model, {"0": mask})
+    assert baked[0].weight.tolist() == [[1.0, 0.0, 3.0], [0.0, 0.0, 6.0]]
+    assert model[0].weight.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+
+def test_bake_restores_the_original_weight_under_a_parametrization():
+    model = nn.Sequential(nn.Linear(2, 1, bias=False))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[2.0, 3.0]]))
+    # A parametrization that does more than masking: bake must start from the original weight.
+    parametrize.register_parametrization(model[0], "weight", _TimesMask(torch.tensor([[10, 10]])))
+    baked = bake_masks(model, {"0": torch.tensor([[False, True]])})
+    assert not parametrize.is_parametrized(baked[0])
+    assert baked[0].weight.tolist() == [[0.0, 3.0]]
+    assert set(baked.state_dict()) == {"0.weight"}
+    # deepcopy shares the parametrized class: removing it on the copy must not break the original.
+    assert parametrize.is_parametrized(model[0])
+    assert model[0].weight.tolist() == [[20.0, 30.0]]
+
+
+def test_bake_errors_name_the_fault():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    with pytest.raises(SrnetError, match="mask key '5' names no weight"):
+        bake_masks(model, {"5": torch.ones(2, 2, dtype=torch.bool)})
+    with pytest.raises(SrnetError, match=r"mask '0' has shape \(3, 2\) but the weight has shape \(2, 2\)"):
+        bake_masks(model, {"0": torch.ones(3, 2, dtype=torch.bool)})
+    parametrize.register_parametrization(model[1], "weight", _TimesMask(torch.ones(2, 2)))
+    with pytest.raises(SrnetError, match="module '1' is parametrized but has no mask"):
+        bake_masks(model, {"0": torch.ones(2, 2, dtype=torch.bool)})
+
+
+def test_export_is_all_or_nothing(tiny_model_dir, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
+    masks = _masks_for(model)
+    meta = _metadata(model, masks)
+    out = tmp_path / "export"
+
+    class Broken:
+        def save_pretrained(self, path):
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        export_model(model, masks, Broken(), out, metadata=meta)
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor a temp sibling
+
+    export_model(model, masks, tokenizer, out, metadata=meta)
+    with pytest.raises(SrnetError, match="is not empty"):
+        export_model(model, masks, tokenizer, out, metadata=meta)
+    (out / "stale.txt").write_text("old")
+    export_model(model, masks, tokenizer, out, metadata=meta, overwrite=True)
+    assert not (out / "stale.txt").exists()
+    assert (out / EXPORT_INFO_FILENAME).is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["export"]
+
+
+def test_dense_export_without_masks(tiny_model_dir, tmp_path):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir).eval()
+    out = export_model(model, {}, tokenizer, tmp_path / "dense", metadata=None)
+    info = json.loads((out / EXPORT_INFO_FILENAME).read_text())
+    assert info["masks"] is None
+    assert info["sparsity"] == 0.0
+    reloaded = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    assert torch.equal(_logits(reloaded, tokenizer), _logits(model, tokenizer))

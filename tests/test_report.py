@@ -1,0 +1,108 @@
+"""Report: exact plain-text tables and plots written atomically as real PNG/PDF files."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from srnet.errors import SrnetError
+from srnet.evaluation.mask_analysis import sparsity_table
+from srnet.report import format_table, plot_id_ood, plot_sparsity_heatmap, summary_table
+
+ROLE_NAMES = {
+    "query": "attention.self.query", "key": "attention.self.key",
+    "value": "attention.self.value", "attn_out": "attention.output.dense",
+    "ffn_in": "intermediate.dense", "ffn_out": "output.dense",
+}
+
+
+def _masks(layers: int = 3) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    masks = {}
+    for layer in range(layers):
+        for i, suffix in enumerate(ROLE_NAMES.values()):
+            keep = 1.0 - (layer * 6 + i) / (layers * 6)  # sparsity grows along the grid
+            masks[f"bert.encoder.layer.{layer}.{suffix}"] = torch.rand(8, 8, generator=gen) < keep
+    masks["classifier"] = torch.ones(3, 8, dtype=torch.bool)
+    return masks
+
+
+def test_format_table_exact():
+    rows = [
+        {"method": "omp", "sparsity": 0.5, "id": 0.81234, "n": 12},
+        {"method": "mask_train", "sparsity": 0.7, "id": None, "n": 3},
+    ]
+    text = format_table(rows, ["method", "sparsity", "id", "n"], floatfmt={"sparsity": ".0%"})
+    assert text == (
+        "method      sparsity      id   n\n"
+        "----------  --------  ------  --\n"
+        "omp              50%  0.8123  12\n"
+        "mask_train       70%       -   3\n"
+    )
+    assert format_table([{"a": 1.0}], ["a", "b"], floatfmt=".1f") == "  a  b\n---  -\n1.0  -\n"
+
+
+def test_summary_table_of_run_metrics():
+    metrics = {
+        "run": "demo", "task": "nli", "model": "default", "seed": 1,
+        "id": {"mnli_dev": {"primary": 0.8, "accuracy": 0.8}},
+        "ood": {"hans": {"primary": 0.55}},
+        "sparsity": {"overall": 0.5, "target": 0.5},
+        "f_bias": {"reference": "runs/dense", "id_split": "mnli_dev", "hans": 0.75},
+    }
+    assert summary_table(metrics) == (
+        "run demo  task nli  model default  sparsity 50.0%\n"
+        "split     kind  primary  f_bias\n"
+        "--------  ----  -------  ------\n"
+        "mnli_dev  ID     0.8000       -\n"
+        "hans      OOD    0.5500  0.7500\n"
+    )
+    dense = {"run": "dense", "id": {"sst2_dev": {"primary": 0.9}}, "ood": {}}
+    assert summary_table(dense) == (
+        "run dense\nsplit     kind  primary\n--------  ----  -------\nsst2_dev  ID     0.9000\n"
+    )
+
+
+def test_heatmap_from_masks_and_from_table(tmp_path):
+    masks = _masks()
+    png = plot_sparsity_heatmap(masks, tmp_path / "heat.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pdf = plot_sparsity_heatmap(sparsity_table(masks), tmp_path / "heat.pdf", title="t")
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["heat.pdf", "heat.png"]
+
+
+def test_heatmap_errors(tmp_path):
+    with pytest.raises(SrnetError, match="no per-layer masked weights"):
+        plot_sparsity_heatmap({"classifier": torch.ones(2, 2)}, tmp_path / "x.png")
+    with pytest.raises(SrnetError, match=r"plot file .*x\.jpg must end in one of"):
+        plot_sparsity_heatmap(_masks(1), tmp_path / "x.jpg")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_id_ood_plot(tmp_path):
+    points = [
+        {"method": "dense", "sparsity": 0.0, "id": 0.84, "ood": 0.52},
+        {"method": "omp", "sparsity": 0.7, "id": 0.78, "ood": 0.55},
+        {"method": "omp", "sparsity": 0.3, "id": 0.83, "ood": 0.53},
+        {"method": "omp", "sparsity": 0.5, "id": 0.81, "ood": 0.54},
+        {"method": "mask_train+poe", "sparsity": 0.5, "id": 0.80, "ood": 0.62},
+        {"method": "mask_train+poe", "sparsity": 0.7, "id": 0.77, "ood": 0.64},
+    ]
+    path = plot_id_ood(points, tmp_path / "id_ood.png", id_name="MNLI dev", ood_name="HANS")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("point", "message"),
+    [
+        ({"method": "omp", "sparsity": 0.5, "id": 0.8}, "ID/OOD point 0 has no 'ood'"),
+        ({"method": "omp", "sparsity": 50, "id": 0.8, "ood": 0.5}, "'sparsity' must be a number"),
+        ({"method": "omp", "sparsity": 0.5, "id": "high", "ood": 0.5}, "'id' must be a number"),
+    ],
+)
+def test_id_ood_rejects_bad_points(tmp_path, point, message):
+    with pytest.raises(SrnetError, match=message):
+        plot_id_ood([point], tmp_path / "p.png")
+    with pytest.raises(SrnetError, match="no ID/OOD points"):
+        plot_id_ood([], tmp_path / "p.png")
