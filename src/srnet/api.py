@@ -120,3 +120,17 @@ def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[st
     method.prepare(model, 1)
     method.freeze()
     return method.masks()
+
+
+def export_masked(model: str, masks: str | Path, out: str | Path, *, overwrite: bool = False) -> Path:
+    """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint."""
+    from srnet.export import export_model
+    from srnet.models import load_classifier, load_tokenizer
+    from srnet.sparsity.mask_io import load_masks
+
+    source = str(RunDir(Path(model)).model) if RunDir(Path(model)).model.is_dir() else model
+    mask_file = Path(masks) / "masks.safetensors" if Path(masks).is_dir() else Path(masks)
+    tokenizer = load_tokenizer(source)
+    net = load_classifier(source)
+    loaded, meta = load_masks(mask_file, net)
+    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite)

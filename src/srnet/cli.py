@@ -66,6 +66,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
+    p.add_argument("--model", required=True, help="model the mask was found on (run dir, hub id, path)")
+    p.add_argument("--masks", required=True, help="masks.safetensors file (or a run directory)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_export)
+
+    masks = sub.add_parser("masks", help="inspect and compare mask files").add_subparsers(metavar="ACTION")
+    p = masks.add_parser("show", help="sparsity per layer and matrix (and a heatmap with --plot)")
+    p.add_argument("masks", help="masks.safetensors file or run directory")
+    p.add_argument("--plot", help="write a layer x role sparsity heatmap (.png/.pdf/.svg)")
+    p.set_defaults(func=cmd_masks_show)
+    p = masks.add_parser("compare", help="Jaccard similarity and distance of two masks")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(func=cmd_masks_compare)
     return parser
 
 
@@ -154,6 +171,46 @@ def cmd_demo(args) -> int:
     result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
     _print_summary(result)
     return 0
+
+
+def cmd_export(args) -> int:
+    from srnet.api import export_masked
+
+    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite)
+    print(f"exported {out}")
+    return 0
+
+
+def cmd_masks_show(args) -> int:
+    from srnet.evaluation.mask_analysis import sparsity_table
+    from srnet.report import format_table, plot_sparsity_heatmap
+    from srnet.sparsity.mask_io import load_masks
+
+    masks, meta = load_masks(_mask_path(args.masks))
+    table = sparsity_table(masks)
+    print(f"method={meta.method} base_model={meta.base_model} overall sparsity={table.overall:.4f}")
+    print(format_table(table.rows(), list(table.rows()[0])))
+    if args.plot:
+        plot_sparsity_heatmap(table, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def cmd_masks_compare(args) -> int:
+    from srnet.evaluation.mask_analysis import compare_masks
+    from srnet.report import format_table
+    from srnet.sparsity.mask_io import load_masks
+
+    a, _ = load_masks(_mask_path(args.a))
+    b, _ = load_masks(_mask_path(args.b))
+    comparison = compare_masks(a, b, labels=(args.a, args.b))
+    print(format_table(comparison.rows(), ["name", "jaccard", "distance"]))
+    return 0
+
+
+def _mask_path(path: str) -> Path:
+    p = Path(path)
+    return p / "masks.safetensors" if p.is_dir() else p
 
 
 def _print_summary(result) -> None:

@@ -81,8 +81,8 @@ def load_tokenizer(name: str):
         raise SrnetError(_unreachable(name, exc)) from exc
 
 
-def load_classifier(name: str, num_labels: int, id2label: dict[int, str] | None = None):
-    """Load a sequence classifier with a fresh ``num_labels``-way head (or the stored one)."""
+def load_classifier(name: str, num_labels: int | None = None, id2label: dict[int, str] | None = None):
+    """Load a sequence classifier; with ``num_labels`` a head of that size (fresh if it differs)."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     path = resolve_model_name(name)
@@ -90,15 +90,15 @@ def load_classifier(name: str, num_labels: int, id2label: dict[int, str] | None 
         config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
-    kwargs: dict = {"num_labels": num_labels}
+    kwargs: dict = {}
+    if num_labels is not None:
+        kwargs["num_labels"] = num_labels
+        kwargs["ignore_mismatched_sizes"] = getattr(config, "num_labels", None) != num_labels
     if id2label is not None:
         kwargs["id2label"] = dict(id2label)
         kwargs["label2id"] = {v: k for k, v in id2label.items()}
-    mismatched = getattr(config, "num_labels", None) != num_labels
     try:
-        return AutoModelForSequenceClassification.from_pretrained(
-            path, ignore_mismatched_sizes=mismatched, **kwargs
-        )
+        return AutoModelForSequenceClassification.from_pretrained(path, **kwargs)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
 

@@ -27,6 +27,8 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import TransformerMixin
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
+from sklearn.feature_selection import VarianceThreshold
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from srnet.bias.word_vectors import WordVectors, cosine_matrix, load_word_vectors
@@ -178,11 +180,16 @@ _HASHER = HashingVectorizer(
 )
 
 
+def _vocabulary_and_idf() -> Pipeline:
+    """Per fold: keep the words seen in the fold's training data, then weight them by IDF."""
+    return make_pipeline(VarianceThreshold(), TfidfTransformer())
+
+
 @register_feature(
     "hypothesis_bow",
-    per_fold=TfidfTransformer,
-    help="bag of words of the hypothesis (text_b, or text_a when there is none); IDF fit per fold",
+    per_fold=_vocabulary_and_idf,
+    help="bag of words of the hypothesis (text_b, or text_a when there is none); vocabulary per fold",
 )
 def hypothesis_bow_features(examples: Sequence[Example], context: FeatureContext) -> sparse.csr_matrix:
-    """Hashed word counts (2**18 buckets); the IDF weighting is learnt inside each fold."""
+    """Hashed word counts (2**18 buckets); vocabulary and IDF weights are learnt inside each fold."""
     return _HASHER.transform([ex.text_a if ex.text_b is None else ex.text_b for ex in examples])

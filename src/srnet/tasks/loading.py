@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from srnet.errors import SrnetError
 from srnet.tasks.base import Example, LabelSpace
-from srnet.tasks.readers import FORMAT_COLUMNS, NO_GOLD, RawRow, RawSplit, open_split
+from srnet.tasks.readers import FORMAT_COLUMNS, NO_GOLD, RawSplit, open_split
 from srnet.tasks.registry import get_task
-from srnet.tasks.spec import DataSpec, LabelScheme, Task
+from srnet.tasks.spec import ColumnMap, DataSpec, LabelScheme, Task
 from srnet.tasks.synthetic import generate_synthetic, synthetic_labels
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,8 @@ def _examples(
                 f"{raw.source}:{row.line}: unknown label '{label_text}' for task {task.name}"
                 f"{_challenge_note(spec)}; expected one of {expected}"
             )
-        example_id = _field(row, mapping, "id").strip() or f"{name}-{row.line}"
+        given_id = row.fields[mapping["id"]].strip() if "id" in mapping else ""
+        example_id = given_id or f"{name}-{row.line}"
         if example_id in first_line:
             raise SrnetError(
                 f"{raw.source}:{row.line}: duplicate id '{example_id}' (first on line "
@@ -156,7 +157,9 @@ def _examples(
     return examples, skipped
 
 
-def _resolve(columns, required, available, where: str) -> dict[str, str]:
+def _resolve(
+    columns: ColumnMap, required: set[str], available: Iterable[str], where: str
+) -> dict[str, str]:
     """field -> the first of its candidate columns that exists; missing required ones are errors."""
     mapping = {}
     for key, candidates in columns.items():
@@ -164,12 +167,9 @@ def _resolve(columns, required, available, where: str) -> dict[str, str]:
         if found is not None:
             mapping[key] = found
         elif key in required:
-            raise SrnetError(f"{where}: column '{candidates[0]}' not found; columns are {list(available)}")
+            names = " or ".join(f"'{c}'" for c in candidates)
+            raise SrnetError(f"{where}: column {names} not found; columns are {list(available)}")
     return mapping
-
-
-def _field(row: RawRow, mapping: dict[str, str], key: str) -> str:
-    return row.fields[mapping[key]] if key in mapping else ""
 
 
 def _label_lookup(scheme: LabelScheme) -> dict[str, int]:
