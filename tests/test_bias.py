@@ -18,6 +18,8 @@ from srnet.bias import (
     FeatureContext,
     extract_features,
     fit_bias_model,
+    load_bias_log_probs,
+    read_bias_header,
 )
 from srnet.bias.features import OVERLAP_COLUMNS, words
 from srnet.bias.model import assign_folds, map_to_split, split_accuracy
@@ -199,7 +201,7 @@ def test_out_of_fold_predictions_never_see_their_own_example(monkeypatch):
     assert model.train.accuracy < 0.5
 
 
-def test_bias_model_learns_cue_words_in_task_label_order():
+def test_bias_model_learns_cue_words_in_task_label_order(tmp_path):
     train = synthetic_nli()
     model = fit_bias_model(train, NLI, feature="hypothesis_bow", k_folds=4, seed=1)
     assert model.train.accuracy == model.accuracies["train"] > 0.9
@@ -211,6 +213,10 @@ def test_bias_model_learns_cue_words_in_task_label_order():
     assert preds.accuracy == 1.0 and model.accuracies["dev"] == 1.0
     hans = [pair(200, "x", "the man is not there", 1), pair(201, "x", "the man is there", 0)]
     assert model.predict_split(hans, "hans", HANS).accuracy == 1.0
+    path = model.write(tmp_path / "train.jsonl", model.train)
+    assert read_bias_header(path)["accuracy"] == pytest.approx(model.train.accuracy)
+    loaded = load_bias_log_probs(path, list(model.train.ids), 3, labels=NLI)
+    np.testing.assert_allclose(loaded, model.train.log_probs, atol=1e-5)
 
 
 def test_map_to_split_sums_mapped_classes_and_drops_omitted():
@@ -234,6 +240,7 @@ def test_map_to_split_sums_mapped_classes_and_drops_omitted():
         ([pair(0, "a", "b", 5)], {}, "example '0' has label 5; expected 0..2"),
         ([pair(i, "a", "b", 0) for i in range(9)], {}, "cover 1 class"),
         ([], {}, "no training examples"),
+        ([pair(i, "a", "same", i % 3) for i in range(15)], {}, "feature 'hypothesis_bow' cannot be fit"),
     ],
 )
 def test_fit_rejects_bad_input(examples, kwargs, message):

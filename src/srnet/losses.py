@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torch import Tensor
 
 from srnet.errors import SrnetError
@@ -90,7 +90,8 @@ class Loss(ABC):
     ) -> Tensor:
         extras = extras or {}
         self._validate(logits, extras, progress)
-        return self.compute(logits, labels, extras, progress)
+        # Losses are computed in float32 even when the model runs in half precision.
+        return self.compute(logits.float(), labels, extras, progress)
 
     @abstractmethod
     def compute(
@@ -184,26 +185,6 @@ def _describe(name: str, model: type[BaseModel], exc: ValidationError) -> str:
     if error["type"] == "extra_forbidden":
         return f"loss '{name}': unknown parameter '{field}' (known: {known})"
     return f"loss '{name}': parameter '{field}' = {error.get('input')!r}: {error['msg']}"
-
-
-class LossConfig(BaseModel):
-    """Recipe section choosing the training loss."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field("ce", description="Registered loss: ce, poe, reweight, conf_reg, rmc, ...")
-    params: dict[str, Any] = Field(default_factory=dict, description="The loss's parameters.")
-
-    @model_validator(mode="after")
-    def _buildable(self) -> LossConfig:
-        try:
-            build_loss(self.name, self.params)
-        except SrnetError as exc:
-            raise ValueError(str(exc)) from None
-        return self
-
-    def build(self) -> Loss:
-        return build_loss(self.name, self.params)
 
 
 def anneal(bias_log_probs: Tensor, params: AnnealParams, progress: float) -> Tensor:

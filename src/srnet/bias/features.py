@@ -133,9 +133,7 @@ def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np
         if ex.text_b is None:
             raise SrnetError(f"bias feature 'overlap' needs text pairs; example '{ex.id}' has one text")
         pairs.append((words(ex.text_a), words(ex.text_b)))
-    vocab = sorted({w for p, h in pairs for w in (*p, *h)})
-    index = {w: i for i, w in enumerate(vocab)}
-    vectors = context.word_vectors.embed(vocab) if vocab else np.zeros((0, 1), np.float32)
+    vectors, index = _embed_vocabulary([w for p, h in pairs for w in (*p, *h)], context)
     out = np.zeros((len(pairs), len(OVERLAP_COLUMNS)))
     for row, (p, h) in enumerate(pairs):
         out[row, 5] = np.log1p(len(p)) - np.log1p(len(h))
@@ -150,6 +148,12 @@ def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np
             best = _best_similarity(h, p, vectors, index)
             out[row, 3], out[row, 4] = best.mean(), best.min()
     return out
+
+
+def _embed_vocabulary(tokens: list[str], context: FeatureContext) -> tuple[np.ndarray, dict[str, int]]:
+    """Vectors of the distinct ``tokens`` in one lookup, and each word's row."""
+    vocab = sorted(set(tokens))
+    return context.word_vectors.embed(vocab), {w: i for i, w in enumerate(vocab)}
 
 
 def _best_similarity(h: list[str], p: list[str], vectors: np.ndarray, index: dict[str, int]) -> np.ndarray:
@@ -167,11 +171,11 @@ def _best_similarity(h: list[str], p: list[str], vectors: np.ndarray, index: dic
 def claim_only_features(examples: Sequence[Example], context: FeatureContext) -> np.ndarray:
     """Element-wise maximum over the vectors of the claim's words (zeros for an empty claim)."""
     claims = [words(ex.text_a) for ex in examples]
-    vectors = context.word_vectors
-    out = np.zeros((len(claims), vectors.dim), dtype=np.float32)
+    vectors, index = _embed_vocabulary([w for claim in claims for w in claim], context)
+    out = np.zeros((len(claims), vectors.shape[1]), dtype=np.float32)
     for row, claim in enumerate(claims):
         if claim:
-            out[row] = vectors.embed(claim).max(axis=0)
+            out[row] = vectors[[index[w] for w in claim]].max(axis=0)
     return out
 
 

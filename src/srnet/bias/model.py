@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -18,8 +19,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 
-from srnet.bias.features import FEATURES, FeatureContext, Features, get_feature
-from srnet.bias.predictions import safe_log
+from srnet.bias.features import FEATURES, BiasFeature, FeatureContext, Features, get_feature
+from srnet.bias.predictions import safe_log, write_bias_predictions
 from srnet.errors import SrnetError
 from srnet.tasks.base import Example, LabelSpace
 
@@ -63,6 +64,18 @@ class BiasModel:
         accuracy = split_accuracy(log_probs, examples, self.labels, label_space)
         self.accuracies[split] = accuracy
         return SplitPredictions(split, tuple(ex.id for ex in examples), log_probs, accuracy)
+
+    def write(self, path: str | Path, predictions: SplitPredictions) -> Path:
+        """Write ``predictions`` as an srnet bias file (see ``srnet.bias.predictions``)."""
+        return write_bias_predictions(
+            path,
+            predictions.ids,
+            predictions.log_probs,
+            labels=self.labels,
+            feature=self.feature,
+            split=predictions.split,
+            accuracy=predictions.accuracy,
+        )
 
 
 class BiasConfig(BaseModel):
@@ -118,9 +131,9 @@ def fit_bias_model(
     oof = np.empty((len(gold), len(labels)))
     for fold in range(k_folds):
         held = folds == fold
-        model = _fit(spec.per_fold(), features[~held], gold[~held], C, seed)
+        model = _fit(spec, features[~held], gold[~held], C, seed)
         oof[held] = _log_probs(model, features[held], len(labels))
-    final = _fit(spec.per_fold(), features, gold, C, seed)
+    final = _fit(spec, features, gold, C, seed)
     accuracy = float(np.mean(oof.argmax(axis=1) == gold))
     train = SplitPredictions("train", tuple(ex.id for ex in train_examples), oof, accuracy)
     return BiasModel(feature, tuple(labels), final, context, folds, train, {"train": accuracy})
@@ -185,9 +198,13 @@ def _gold(examples: Sequence[Example], num_classes: int) -> np.ndarray:
     return gold
 
 
-def _fit(step, features: Features, gold: np.ndarray, C: float, seed: int) -> Pipeline:
+def _fit(spec: BiasFeature, features: Features, gold: np.ndarray, C: float, seed: int) -> Pipeline:
     classifier = LogisticRegression(C=C, max_iter=2000, random_state=seed)
-    return make_pipeline(step, classifier).fit(features, gold)
+    try:
+        return make_pipeline(spec.per_fold(), classifier).fit(features, gold)
+    except ValueError as exc:  # e.g. no feature varies across the training examples
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SrnetError(f"bias model on feature '{spec.name}' cannot be fit: {first}") from exc
 
 
 def _log_probs(model: Pipeline, features: Features, num_classes: int) -> np.ndarray:

@@ -1,0 +1,422 @@
+"""Every pruning method through the training-loop interface, on tiny random encoders."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from pydantic import ValidationError
+from safetensors.torch import save_file
+from transformers import AutoConfig, AutoModelForSequenceClassification
+
+from srnet.errors import SrnetError
+from srnet.models import find_prunable
+from srnet.pruning import (
+    FixedMaskMethod,
+    PruningConfig,
+    PruningMethod,
+    available_methods,
+    build_method,
+    get_method,
+)
+from srnet.sparsity import original_weight
+
+VOCAB = 50
+STEPS = 6
+METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]
+
+
+def tiny_model(model_type: str = "bert") -> torch.nn.Module:
+    sizes = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    if model_type == "distilbert":
+        sizes = dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64)
+    config = AutoConfig.for_model(
+        model_type, vocab_size=VOCAB, num_labels=3, max_position_embeddings=40, **sizes
+    )
+    torch.manual_seed(0)
+    return AutoModelForSequenceClassification.from_config(config)
+
+
+def make_batch(seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "input_ids": torch.randint(3, VOCAB, (8, 10), generator=g),
+        "attention_mask": torch.ones(8, 10, dtype=torch.long),
+        "labels": torch.randint(0, 3, (8,), generator=g),
+    }
+
+
+def omp_masks(sparsity: float = 0.5) -> dict[str, torch.Tensor]:
+    method = build_method(PruningConfig(method="omp", sparsity=sparsity))
+    method.prepare(tiny_model(), STEPS)
+    return method.masks()
+
+
+def make_method(name: str, seed: int = 0, **overrides) -> PruningMethod:
+    fields = {"sparsity": 0.5, "mask_lr": 0.05, "imp": {"prune_fraction": 0.25, "every": 0.3}}
+    cfg = PruningConfig(method=name, **{**fields, **overrides})
+    if name == "fixed":
+        return FixedMaskMethod(cfg, seed, masks=omp_masks(cfg.sparsity))
+    return build_method(cfg, seed)
+
+
+def train(model, method: PruningMethod, steps: int = STEPS, lr: float = 1e-3) -> list[bool]:
+    """The training-loop protocol; returns what on_step answered at each step."""
+    model.train()
+    optimizer = torch.optim.AdamW(method.param_groups(model, lr))
+    rewound = []
+    for step in range(1, steps + 1):
+        loss = model(**make_batch(step)).loss
+        penalty = method.penalty()
+        if penalty is not None:
+            loss = loss + penalty
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        rewound.append(method.on_step(step))
+        if rewound[-1]:
+            optimizer = torch.optim.AdamW(method.param_groups(model, lr))
+    return rewound
+
+
+def run(name: str, seed: int = 0, model_type: str = "bert", **overrides):
+    model = tiny_model(model_type)
+    method = make_method(name, seed, **overrides)
+    method.prepare(model, STEPS)
+    train(model, method)
+    method.freeze()
+    model.eval()
+    return model, method
+
+
+def masked_copy(model, masks: dict[str, torch.Tensor], model_type: str = "bert"):
+    """A plain (unparametrized) model whose weights are the originals times ``masks``."""
+    suffix = ".parametrizations.weight.original"
+    state = {}
+    for key, value in model.state_dict().items():
+        if key.endswith(suffix):
+            name = key[: -len(suffix)]
+            state[f"{name}.weight"] = value * masks[name]
+        elif ".parametrizations." not in key:
+            state[key] = value
+    plain = tiny_model(model_type)
+    plain.load_state_dict(state)
+    return plain.eval()
+
+
+def test_registry_lists_every_method():
+    assert available_methods() == sorted(METHODS)
+    with pytest.raises(SrnetError, match="unknown pruning method 'snip'; known: .*omp"):
+        get_method("snip")
+    with pytest.raises(ValidationError, match="unknown method 'snip'"):
+        PruningConfig(method="snip")
+
+
+@pytest.mark.parametrize("granularity", ["local", "global"])
+@pytest.mark.parametrize("name", METHODS)
+def test_target_sparsity_is_exact(name, granularity):
+    model, method = run(name, granularity=granularity, sparsity=0.5)
+    masks = method.masks()
+    zeros = {n: int((~m).sum()) for n, m in masks.items()}
+    report = method.sparsity_report()
+    assert set(masks) == {t.name for t in find_prunable(model)}
+    if granularity == "local" or name == "fixed":  # fixed: masks come from a local OMP
+        assert all(zeros[n] == round(0.5 * m.numel()) for n, m in masks.items())
+    total = sum(m.numel() for m in masks.values())
+    if granularity == "global":
+        assert sum(zeros.values()) == round(0.5 * total)
+    assert report["overall"] == pytest.approx(sum(zeros.values()) / total)
+    assert report["target"] == pytest.approx(0.5)
+    assert report["per_matrix"] == {n: zeros[n] / masks[n].numel() for n in masks}
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_frozen_logits_equal_masked_copy(name):
+    model, method = run(name)
+    plain = masked_copy(model, method.masks())
+    batch = make_batch(99)
+    assert torch.equal(model(**batch).logits, plain(**batch).logits)
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_same_seed_same_masks(name):
+    first = run(name, seed=3)[1].masks()
+    second = run(name, seed=3)[1].masks()
+    assert first.keys() == second.keys()
+    assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_random_masks_depend_on_seed():
+    first = run("random", seed=1)[1].masks()
+    second = run("random", seed=2)[1].masks()
+    assert any(not torch.equal(first[k], second[k]) for k in first)
+
+
+def test_mask_training_keeps_weights_and_changes_masks():
+    model = tiny_model()
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    method = make_method("mask_train", init="soft", rerank_every=2)
+    method.prepare(model, STEPS)
+    initial_masks = method.masks()
+    groups = method.param_groups(model, 1e-3)
+    assert [g["name"] for g in groups] == ["mask"]
+    assert groups[0]["lr"] == 0.05 and groups[0]["weight_decay"] == 0.0
+    train(model, method)
+    method.freeze()
+    for t in method.targets:
+        assert torch.equal(original_weight(t.module), before[f"{t.name}.weight"])
+    for name, param in model.named_parameters():
+        if "parametrizations" not in name:
+            assert torch.equal(param, before[name]), name
+    changed = method.masks()
+    assert any(not torch.equal(initial_masks[k], changed[k]) for k in changed)
+
+
+def test_mask_training_gradients_reach_scores():
+    model = tiny_model()
+    method = make_method("mask_train")
+    method.prepare(model, STEPS)
+    model(**make_batch()).loss.backward()
+    for mask in method._masks:
+        assert mask.scores.grad is not None and mask.scores.grad.abs().sum() > 0
+    assert all(p.grad is None for p in model.parameters() if not p.requires_grad)
+
+
+def test_mask_training_hard_init_starts_from_magnitudes():
+    model = tiny_model()
+    expected = omp_masks(0.5)
+    method = make_method("mask_train", init="hard")
+    method.prepare(model, STEPS)
+    masks = method.masks()
+    assert all(torch.equal(masks[k], expected[k]) for k in expected)
+    scores = method._masks[0].scores
+    assert scores.unique().tolist() == [0.0, pytest.approx(0.02)]
+    assert float(method._masks[0].threshold) == pytest.approx(0.01)
+
+
+def test_mask_training_can_train_the_classifier():
+    model = tiny_model()
+    method = make_method("mask_train", train_classifier=True)
+    method.prepare(model, STEPS)
+    weights = method.param_groups(model, 1e-3)[1]["params"]
+    head = find_prunable(model, ("classifier",))[0].module
+    assert {id(p) for p in weights} == {id(original_weight(head)), id(head.bias)}
+
+
+def test_mask_training_follows_cubic_schedule():
+    model = tiny_model()
+    schedule = {"kind": "cubic", "initial": 0.0, "start": 0.0, "end": 1.0}
+    method = make_method("mask_train", schedule=schedule, sparsity=0.8, rerank_every=3)
+    method.prepare(model, STEPS)
+    assert method.sparsity_report()["overall"] == 0.0
+    train(model, method, steps=3)  # re-rank at step 3: 0.8 - 0.8 * 0.5**3 = 0.7
+    report = method.sparsity_report()
+    assert report["target"] == pytest.approx(0.7)
+    masks = method.masks()
+    assert all(int((~m).sum()) == round(0.7 * m.numel()) for m in masks.values())
+
+
+def test_imp_prunes_on_schedule_and_rewinds():
+    model = tiny_model()
+    initial = {n: p.detach().clone() for n, p in model.named_parameters()}
+    imp = {"prune_fraction": 0.25, "every": 0.2, "rewind": True}
+    method = build_method(PruningConfig(method="imp", sparsity=0.6, imp=imp))
+    method.prepare(model, 10)  # events every 2 steps: 0.25, 0.5, 0.6 at steps 2, 4, 6
+    assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["weights"]
+    optimizer = torch.optim.AdamW(method.param_groups(model, 1e-2))
+    levels, rewound = [], []
+    for step in range(1, 11):
+        model(**make_batch(step)).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        rewound.append(method.on_step(step))
+        if rewound[-1]:
+            optimizer = torch.optim.AdamW(method.param_groups(model, 1e-2))
+            for t in method.targets:  # survivors are back at their initial values
+                assert torch.equal(original_weight(t.module), initial[f"{t.name}.weight"])
+            head = find_prunable(model, ("classifier",))[0].module
+            assert torch.equal(head.bias, initial["classifier.bias"])
+        levels.append(method.sparsity_report()["overall"])
+    assert rewound == [False, True, False, True, False, True, False, False, False, False]
+    total = sum(m.numel() for m in method.masks().values())
+    expected = [0, 0.25, 0.25, 0.5, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6]
+    per_matrix = [sum(round(s * m.numel()) for m in method.masks().values()) / total
+                  for s in expected]
+    assert levels == pytest.approx(per_matrix)
+
+
+def test_imp_pruned_weights_stay_pruned():
+    model = tiny_model()
+    method = make_method("imp", sparsity=0.5, imp={"prune_fraction": 0.25, "every": 0.2})
+    method.prepare(model, 10)
+    method.on_step(2)
+    first = method.masks()
+    with torch.no_grad():  # make the pruned weights the largest: they must stay pruned
+        for t in method.targets:
+            original_weight(t.module).masked_fill_(~first[t.name], 100.0)
+    method.on_step(4)
+    second = method.masks()
+    assert all(not (second[k] & ~first[k]).any() for k in first)
+    assert method.sparsity_report()["target"] == 0.5
+
+
+def test_imp_unreachable_target_names_the_numbers():
+    method = make_method("imp", sparsity=0.9, imp={"prune_fraction": 0.1, "every": 0.2})
+    with pytest.raises(SrnetError, match=r"sparsity 0.9 in 10 steps: 9 events of 0.1 every 2"):
+        method.prepare(tiny_model(), 10)
+
+
+def test_l0_penalty_decreases_and_frozen_mask_is_exact():
+    model = tiny_model()
+    method = make_method("l0", sparsity=0.3, l0={"lambda_": 5.0})
+    method.prepare(model, 20)
+    start = float(method.penalty())
+    assert start == pytest.approx(5.0 * float(method._masks[0].keep_probability()[0, 0]))
+    train(model, method, steps=20)
+    assert float(method.penalty()) < start - 0.01
+    method.freeze()
+    masks = method.masks()
+    assert all(int((~m).sum()) == round(0.3 * m.numel()) for m in masks.values())
+    log_alpha = method._masks[0].log_alpha
+    kept = log_alpha[masks[method.targets[0].name]]
+    dropped = log_alpha[~masks[method.targets[0].name]]
+    assert kept.min() >= dropped.max()
+
+
+def test_l0_lambda_warmup():
+    method = make_method("l0", l0={"lambda_": 2.0, "lambda_warmup": 0.5})
+    method.prepare(tiny_model(), 10)
+    assert [method.lambda_at(s) for s in (0, 1, 5, 9)] == pytest.approx([0.0, 0.4, 2.0, 2.0])
+
+
+def test_l0_can_train_weights():
+    model = tiny_model()
+    method = make_method("l0", l0={"train_weights": True})
+    method.prepare(model, STEPS)
+    assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["mask", "weights"]
+
+
+def test_fixed_mask_file_round_trip(tmp_path):
+    masks = omp_masks(0.4)
+    path = tmp_path / "masks.safetensors"
+    save_file({k: v.to(torch.uint8) for k, v in masks.items()}, str(path))
+    method = build_method(PruningConfig(method="fixed", mask_file=str(path)))
+    method.prepare(tiny_model(), STEPS)
+    loaded = method.masks()
+    assert all(torch.equal(loaded[k], masks[k]) for k in masks)
+    assert method.current_sparsity(0) == pytest.approx(method.sparsity_report()["overall"])
+
+
+def test_fixed_mask_mismatches(tmp_path):
+    masks = omp_masks()
+    name = "bert.encoder.layer.0.attention.self.query"
+    bad_shape = {**masks, name: torch.ones(4, 4)}
+    with pytest.raises(SrnetError, match=rf"mask '{name}' has shape \[4, 4\] .* \[32, 32\]"):
+        FixedMaskMethod(PruningConfig(), masks=bad_shape).prepare(tiny_model(), STEPS)
+    with pytest.raises(SrnetError, match="mask key 'encoder.nope' names no prunable weight"):
+        FixedMaskMethod(PruningConfig(), masks={"encoder.nope": torch.ones(2)}).prepare(
+            tiny_model(), STEPS
+        )
+    with pytest.raises(SrnetError, match="values other than 0 and 1"):
+        FixedMaskMethod(PruningConfig(), masks={name: torch.full((32, 32), 0.5)}).prepare(
+            tiny_model(), STEPS
+        )
+    with pytest.raises(SrnetError, match="needs pruning.mask_file"):
+        build_method(PruningConfig(method="fixed"))
+    missing = tmp_path / "nope.safetensors"
+    with pytest.raises(SrnetError, match="nope.safetensors' does not exist"):
+        build_method(PruningConfig(method="fixed", mask_file=str(missing)))
+    garbage = tmp_path / "garbage.safetensors"
+    garbage.write_bytes(b"not a safetensors file")
+    with pytest.raises(SrnetError, match="cannot read mask file"):
+        build_method(PruningConfig(method="fixed", mask_file=str(garbage)))
+
+
+@pytest.mark.parametrize("bad", [1.0, -0.1])
+def test_config_rejects_bad_sparsity(bad):
+    with pytest.raises(ValidationError, match=rf"sparsity must be in \[0, 1\), got {bad}"):
+        PruningConfig(sparsity=bad)
+
+
+def test_config_rejects_bad_fields():
+    with pytest.raises(ValidationError, match="roles"):
+        PruningConfig(roles=["query", "heads"])
+    with pytest.raises(ValidationError, match="not a valid regex"):
+        PruningConfig(pattern="(")
+    with pytest.raises(ValidationError, match="extra"):
+        PruningConfig(sparsty=0.5)
+
+
+def test_selection_of_nothing_is_an_error():
+    method = make_method("omp", pattern="layer\\.7\\.")
+    with pytest.raises(SrnetError, match="pattern 'layer\\\\.7\\\\.' select no weight"):
+        method.prepare(tiny_model(), STEPS)
+    method = make_method("mask_train", roles=["embeddings"], pattern="nothing")
+    with pytest.raises(SrnetError, match="select no weight"):
+        method.prepare(tiny_model(), STEPS)
+
+
+def test_prepare_twice_and_bad_total_steps():
+    model = tiny_model()
+    method = make_method("omp")
+    with pytest.raises(SrnetError, match="total_steps must be >= 1, got 0"):
+        method.prepare(model, 0)
+    method.prepare(model, STEPS)
+    with pytest.raises(SrnetError, match="already prepared"):
+        method.prepare(model, STEPS)
+
+
+@pytest.mark.parametrize("name", ["mask_train", "imp", "l0"])
+def test_resume_from_state_dicts(name):
+    rewind = {"imp": {"prune_fraction": 0.25, "every": 0.3, "rewind": True}}
+    model = tiny_model()
+    method = make_method(name, **(rewind if name == "imp" else {}))
+    method.prepare(model, STEPS)
+    train(model, method, steps=4)
+    model_state = copy.deepcopy(model.state_dict())
+    method_state = copy.deepcopy(method.state_dict())
+
+    resumed_model = tiny_model()
+    resumed = make_method(name, **(rewind if name == "imp" else {}))
+    resumed.prepare(resumed_model, STEPS)
+    resumed_model.load_state_dict(model_state)
+    resumed.load_state_dict(method_state)
+    assert resumed.step == 4
+
+    torch.manual_seed(7)
+    train_from(model, method, 5)
+    torch.manual_seed(7)
+    train_from(resumed_model, resumed, 5)
+    assert all(torch.equal(a, b) for a, b in zip(method.masks().values(),
+                                                 resumed.masks().values(), strict=True))
+    batch = make_batch(42)
+    model.eval()
+    resumed_model.eval()
+    assert torch.equal(model(**batch).logits, resumed_model(**batch).logits)
+    with pytest.raises(SrnetError, match="not 'omp'"):
+        make_method("omp").load_state_dict(method_state)
+
+
+def train_from(model, method: PruningMethod, step: int) -> None:
+    """One more step with a fresh optimizer (its state is not part of this test)."""
+    optimizer = torch.optim.AdamW(method.param_groups(model, 1e-3))
+    model.train()
+    loss = model(**make_batch(step)).loss
+    penalty = method.penalty()
+    (loss if penalty is None else loss + penalty).backward()
+    optimizer.step()
+    method.on_step(step)
+    method.freeze()
+
+
+@pytest.mark.parametrize("model_type", ["roberta", "distilbert", "electra"])
+@pytest.mark.parametrize("name", ["mask_train", "imp"])
+def test_other_families(model_type, name):
+    model, method = run(name, model_type=model_type, sparsity=0.4)
+    masks = method.masks()
+    assert len(masks) == len(find_prunable(model))
+    assert all(int((~m).sum()) == round(0.4 * m.numel()) for m in masks.values())
+    plain = masked_copy(model, masks, model_type)
+    batch = make_batch(5)
+    assert torch.equal(model(**batch).logits, plain(**batch).logits)
