@@ -74,6 +74,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_export)
 
+    bias = sub.add_parser("bias", help="bias models and sample difficulty").add_subparsers(metavar="ACTION")
+    p = bias.add_parser("fit", help="fit the recipe's bias model; write bias predictions per split")
+    p.add_argument("recipe")
+    p.add_argument("--out", required=True, help="folder for <split>.jsonl and bias_metrics.json")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_bias_fit)
+    p = bias.add_parser("difficulty", help="RMC difficulty from several runs' training predictions")
+    p.add_argument("recipe", help="recipe naming the training split")
+    p.add_argument("--predictions", nargs="+", required=True,
+                   help="predictions/train.jsonl files (or run dirs) of models at several sparsities")
+    p.add_argument("--alpha", type=float, default=0.2, help="lowest difficulty (default 0.2)")
+    p.add_argument("--out", required=True, help="difficulty JSON Lines file to write")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_bias_difficulty)
+
     masks = sub.add_parser("masks", help="inspect and compare mask files").add_subparsers(metavar="ACTION")
     p = masks.add_parser("show", help="sparsity per layer and matrix (and a heatmap with --plot)")
     p.add_argument("masks", help="masks.safetensors file or run directory")
@@ -170,6 +185,31 @@ def cmd_demo(args) -> int:
     recipe = demo_recipe(args.data_dir, args.output_dir)
     result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
     _print_summary(result)
+    return 0
+
+
+def cmd_bias_fit(args) -> int:
+    from srnet.api import as_recipe
+    from srnet.experiments.bias_fit import fit_bias
+    from srnet.report import format_table
+
+    report = fit_bias(as_recipe(args.recipe, args.overrides), args.out)
+    rows = [{"split": name, "kind": kind, "accuracy": block["accuracy"]}
+            for kind in ("id", "ood") for name, block in report[kind].items()]
+    rows.insert(0, {"split": "train (out-of-fold)", "kind": "id", "accuracy": report["train_oof_accuracy"]})
+    print(format_table(rows, ["split", "kind", "accuracy"]))
+    print(f"\nwrote bias predictions to {args.out}")
+    return 0
+
+
+def cmd_bias_difficulty(args) -> int:
+    from srnet.api import as_recipe
+    from srnet.experiments.bias_fit import write_training_difficulty
+
+    path = write_training_difficulty(
+        as_recipe(args.recipe, args.overrides), args.predictions, args.alpha, args.out
+    )
+    print(f"wrote {path}")
     return 0
 
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
 from srnet.pruning.config import PruningConfig
 from srnet.tasks.spec import DataSpec
@@ -80,7 +81,7 @@ class LossConfig(_Strict):
     name: str = Field("ce", description="loss registry name: ce, poe, reweight, conf_reg, rmc")
     params: dict[str, Any] = Field(default_factory=dict, description="loss parameters")
     bias_predictions: str | None = Field(
-        None, description="bias-prediction file for the training split (poe, reweight, conf_reg)"
+        None, description="bias-prediction file of the training split (default <bias_dir>/train.jsonl)"
     )
     teacher: str | None = Field(
         None, description="teacher run directory or predictions file for the training split"
@@ -98,6 +99,12 @@ class Recipe(_Strict):
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
     pruning: PruningConfig | None = Field(None, description="subnetwork search (null = dense)")
+    bias: BiasConfig = Field(default_factory=BiasConfig, description="bias model for `srnet bias fit`")
+    bias_dir: str | None = Field(
+        None,
+        description="folder written by `srnet bias fit`: <split>.jsonl bias predictions; train.jsonl "
+        "feeds bias losses, ID splits get an easy/hard breakdown",
+    )
     dense_reference: str | None = Field(
         None, description="run directory of the dense model, for the F_bias relative-robustness metric"
     )

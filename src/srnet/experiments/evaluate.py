@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from srnet.bias import load_bias_log_probs
 from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.metrics import evaluate_split, f_bias, hans_prediction_file, predict
@@ -40,8 +42,12 @@ def evaluate_splits(
                 batch_size=recipe.training.eval_batch_size, desc=f"eval {name}",
             )
             metric = task.challenge_metric(spec) if kind == "ood" else task.primary_metric
-            out[kind][name] = evaluate_split(logits, examples, space, task.labels, metric)
+            block = evaluate_split(logits, examples, space, task.labels, metric)
             preds = predict(logits, task.labels, space)
+            bias_file = Path(recipe.bias_dir) / f"{name}.jsonl" if recipe.bias_dir else None
+            if kind == "id" and bias_file is not None and bias_file.is_file():
+                block["easy_hard"] = easy_hard_split(bias_file, examples, preds, len(task.labels))
+            out[kind][name] = block
             write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, space, task.labels)
             if spec.challenge == "hans":
                 atomic_write_text(
@@ -49,6 +55,23 @@ def evaluate_splits(
                     hans_prediction_file(examples, preds, space),
                 )
     return out
+
+
+def easy_hard_split(bias_file: Path, examples: list[Example], preds, num_classes: int) -> dict:
+    """Accuracy on the easy and hard halves of a split, by the bias model's confidence in the gold label.
+
+    Easy = the half where the bias model gives the gold label the highest probability.
+    """
+    ids = [ex.id for ex in examples]
+    log_probs = load_bias_log_probs(bias_file, ids, num_classes)
+    gold = np.array([ex.label for ex in examples])
+    confidence = log_probs[np.arange(len(gold)), gold]
+    order = np.argsort(-confidence, kind="stable")
+    half = len(order) // 2
+    correct = np.asarray(preds) == gold
+    easy, hard = correct[order[:half]].mean(), correct[order[half:]].mean()
+    return {"easy": float(easy), "hard": float(hard), "gap": float(easy - hard),
+            "n_easy": int(half), "n_hard": int(len(order) - half), "bias_file": str(bias_file)}
 
 
 def f_bias_block(metrics: dict, dense_run: Path) -> dict:

@@ -207,9 +207,12 @@ def loss_extras(recipe: Recipe, task: Task, loss, train: list[Example]) -> dict[
     extras: dict[str, np.ndarray] = {}
     needs = set(loss.requires)
     if "bias_log_probs" in needs:
-        if not cfg.bias_predictions:
-            raise SrnetError(f"loss '{cfg.name}' needs loss.bias_predictions (a bias-prediction file)")
-        extras["bias_log_probs"] = load_bias_log_probs(cfg.bias_predictions, ids, len(task.labels))
+        path = cfg.bias_predictions
+        if path is None and recipe.bias_dir:
+            path = str(Path(recipe.bias_dir) / "train.jsonl")
+        if not path:
+            raise SrnetError(f"loss '{cfg.name}' needs loss.bias_predictions or bias_dir (srnet bias fit)")
+        extras["bias_log_probs"] = load_bias_log_probs(path, ids, len(task.labels), labels=task.labels)
     if "teacher_probs" in needs:
         if not cfg.teacher:
             raise SrnetError(f"loss '{cfg.name}' needs loss.teacher (a run directory or predictions file)")
