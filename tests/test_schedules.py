@@ -58,13 +58,20 @@ def test_cubic_schedule_rejects_end_before_start():
 def test_step_schedule():
     schedule = StepSchedule(increment=0.1, interval=10, final=0.35)
     assert [schedule(t) for t in (0, 9, 10, 19, 20, 30, 40, 100)] == [
-        0.0, 0.0, 0.1, 0.1, 0.2, 0.3, 0.35, 0.35,
+        0.0,
+        0.0,
+        0.1,
+        0.1,
+        0.2,
+        0.3,
+        0.35,
+        0.35,
     ]
     assert schedule.events == 4 and schedule.last_event_step == 40
     assert StepSchedule(0.1, 5, 0.3).events == 3
     with pytest.raises(SrnetError, match="got 0"):
         StepSchedule(0.1, 0, 0.5)
-    with pytest.raises(SrnetError, match="got 0.0"):
+    with pytest.raises(SrnetError, match=r"got 0\.0"):
         StepSchedule(0.0, 1, 0.5)
 
 
@@ -77,7 +84,7 @@ def test_schedule_config_builds_steps_from_fractions():
 
 
 def test_schedule_config_rejects_end_before_start():
-    with pytest.raises(ValidationError, match="schedule.end 0.2 is before schedule.start 0.5"):
+    with pytest.raises(ValidationError, match=r"schedule\.end 0\.2 is before schedule\.start 0\.5"):
         ScheduleConfig(kind="cubic", start=0.5, end=0.2)
-    with pytest.raises(ValidationError, match="got 1.0"):
+    with pytest.raises(ValidationError, match=r"got 1\.0"):
         ScheduleConfig(kind="cubic", initial=1.0)

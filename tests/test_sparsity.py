@@ -47,6 +47,18 @@ def test_topk_keep_exact_count(sparsity, shape):
     assert keep.shape == scores.shape
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_topk_keep_matches_a_stable_sort(seed):
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randint(0, 5, (37,), generator=g).float()
+    keep, threshold = topk_keep(scores, 0.4)
+    order = sorted(range(37), key=lambda i: (-scores[i].item(), i))
+    expected = torch.zeros(37, dtype=torch.bool)
+    expected[order[: 37 - round(0.4 * 37)]] = True
+    assert torch.equal(keep, expected)
+    assert scores[keep].min() >= threshold >= scores[~keep].max()
+
+
 def test_topk_keep_extremes():
     keep, threshold = topk_keep(torch.randn(5), 0.0)
     assert keep.all() and threshold == float("-inf")

@@ -152,9 +152,7 @@ class PruningMethod(ABC):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("method") != self.name:
-            raise SrnetError(
-                f"pruning state is for method '{state.get('method')}', not '{self.name}'"
-            )
+            raise SrnetError(f"pruning state is for method '{state.get('method')}', not '{self.name}'")
         self.step = int(state["step"])
 
 

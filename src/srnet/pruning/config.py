@@ -118,17 +118,13 @@ class PruningConfig(BaseModel):
     rerank_every: int = Field(
         10, ge=1, description="mask_train: re-rank the threshold every N steps (and at freeze)."
     )
-    train_classifier: bool = Field(
-        False, description="mask_train/l0: also train the classifier weights."
-    )
+    train_classifier: bool = Field(False, description="mask_train/l0: also train the classifier weights.")
     mask_lr: float = Field(
         5e-5, gt=0.0, description="Learning rate of mask scores / log_alpha (Win-win: 5e-5)."
     )
     imp: ImpConfig = Field(default_factory=ImpConfig, description="Settings of method imp.")
     l0: L0Config = Field(default_factory=L0Config, description="Settings of method l0.")
-    mask_file: str | None = Field(
-        None, description="fixed: masks.safetensors keyed by module name."
-    )
+    mask_file: str | None = Field(None, description="fixed: masks.safetensors keyed by module name.")
 
     @field_validator("sparsity")
     @classmethod

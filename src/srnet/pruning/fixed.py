@@ -31,9 +31,7 @@ def load_mask_file(path: str | Path) -> dict[str, Tensor]:
 class FixedMaskMethod(OneShotMethod):
     """Masks the weights named by the keys of ``masks``; the weights stay trainable."""
 
-    def __init__(
-        self, cfg: PruningConfig, seed: int = 0, masks: Mapping[str, Tensor] | None = None
-    ) -> None:
+    def __init__(self, cfg: PruningConfig, seed: int = 0, masks: Mapping[str, Tensor] | None = None) -> None:
         super().__init__(cfg, seed)
         self.given = dict(masks or {})
 

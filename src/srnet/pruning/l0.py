@@ -30,17 +30,19 @@ class L0Gates(LearnedMaskMethod):
             weight = original_weight(target.module)
             masks.append(
                 HardConcreteMask(
-                    weight.new_ones(weight.shape), weight, l0.init_keep, l0.temperature,
-                    l0.gamma, l0.zeta,
+                    weight.new_ones(weight.shape),
+                    weight,
+                    l0.init_keep,
+                    l0.temperature,
+                    l0.gamma,
+                    l0.zeta,
                 )
             )
         return masks
 
     def rerank(self, sparsity: float) -> None:
         scores = [m.log_alpha for m in self._masks]
-        for mask, (keep, _) in zip(
-            self._masks, rank(scores, sparsity, self.cfg.granularity), strict=True
-        ):
+        for mask, (keep, _) in zip(self._masks, rank(scores, sparsity, self.cfg.granularity), strict=True):
             mask.set_mask(keep)
 
     def lambda_at(self, step: int) -> float:

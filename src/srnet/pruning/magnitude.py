@@ -11,9 +11,7 @@ from srnet.pruning.base import OneShotMethod, register_method
 from srnet.sparsity import FixedMask, original_weight, rank
 
 
-def magnitudes(
-    targets: Sequence[PrunableWeight], masks: Sequence[FixedMask] | None = None
-) -> list[Tensor]:
+def magnitudes(targets: Sequence[PrunableWeight], masks: Sequence[FixedMask] | None = None) -> list[Tensor]:
     """|W| of each target; with ``masks``, pruned entries score -1 so that they stay pruned."""
     scores = [original_weight(t.module).detach().abs() for t in targets]
     if masks is not None:

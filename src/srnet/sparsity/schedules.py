@@ -37,9 +37,7 @@ class CubicSchedule:
         if start_step < 0:
             raise SrnetError(f"cubic schedule start step must be >= 0, got {start_step}")
         if end_step < start_step:
-            raise SrnetError(
-                f"cubic schedule end step {end_step} is before its start step {start_step}"
-            )
+            raise SrnetError(f"cubic schedule end step {end_step} is before its start step {start_step}")
         self.start_step, self.end_step = start_step, end_step
 
     def __call__(self, step: int) -> float:

@@ -45,13 +45,16 @@ def topk_keep(scores: Tensor, sparsity: float) -> tuple[Tensor, float]:
         return torch.ones_like(scores, dtype=torch.bool), float("-inf")
     if keep_n == 0:
         return torch.zeros_like(scores, dtype=torch.bool), float("inf")
-    lowest_kept = torch.kthvalue(flat, n - keep_n + 1).values
-    highest_dropped = torch.kthvalue(flat, n - keep_n).values
+    lowest_kept = torch.kthvalue(flat, n - keep_n + 1).values  # the keep_n-th largest score
     keep = flat > lowest_kept
-    missing = keep_n - int(keep.sum())
-    if missing:
-        ties = torch.nonzero(flat == lowest_kept).squeeze(1)[:missing]
-        keep[ties] = True
+    ties = flat == lowest_kept
+    missing = keep_n - int(keep.sum())  # 1 <= missing <= number of ties
+    if missing < int(ties.sum()):  # the cut falls inside a run of ties: keep the first ones
+        keep[torch.nonzero(ties).squeeze(1)[:missing]] = True
+        highest_dropped = lowest_kept
+    else:
+        keep |= ties
+        highest_dropped = flat.masked_fill(keep, float("-inf")).max()
     threshold = float((lowest_kept + highest_dropped) / 2)
     return keep.view_as(scores), threshold
 

@@ -36,7 +36,7 @@ class HubSpec(BaseModel):
 
     name: str = Field(description="dataset id on the hub, e.g. 'nyu-mll/glue'")
     config: str | None = Field(None, description="dataset configuration, e.g. 'mnli'")
-    split: str = Field("validation", description="split name, e.g. 'validation_matched'")
+    split: str = Field(description="split name, e.g. 'validation_matched'")
 
 
 class SyntheticSpec(BaseModel):
