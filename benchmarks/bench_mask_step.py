@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
 
 import torch
 
@@ -26,39 +25,41 @@ from srnet.pruning import PruningConfig, PruningMethod, build_method
 LR = 2e-5
 
 
-def make_step(kind: str, batch: dict, total_steps: int, rerank_every: int) -> Callable[[], None]:
-    """A closure that runs one optimizer step of ``kind`` (dense, mask_train or imp)."""
-    model = load_classifier("default", 3)
-    model.train()
-    method: PruningMethod | None = None
-    if kind == "dense":
-        groups = [{"params": list(model.parameters()), "lr": LR}]
-    else:
-        cfg = PruningConfig(
-            method=kind,
-            sparsity=0.5,
-            rerank_every=rerank_every,
-            imp={"prune_fraction": 0.5, "every": 1 / total_steps},
-        )
-        method = build_method(cfg, seed=0)
-        method.prepare(model, total_steps)
-        groups = method.param_groups(model, LR)
-    optimizer = torch.optim.AdamW(groups, lr=LR)
-    counter = {"step": 0}
+class Variant:
+    """One model + optimizer running the steps of ``kind`` (dense, mask_train or imp)."""
 
-    def step() -> None:
-        loss = model(**batch).loss
-        if method is not None and (penalty := method.penalty()) is not None:
+    def __init__(
+        self, kind: str, batch: dict, total_steps: int, rerank_every: int, device: torch.device
+    ) -> None:
+        self.model = load_classifier("default", 3).to(device)
+        self.model.train()
+        self.batch = batch
+        self.method: PruningMethod | None = None
+        if kind == "dense":
+            groups = [{"params": list(self.model.parameters()), "lr": LR}]
+        else:
+            cfg = PruningConfig(
+                method=kind,
+                sparsity=0.5,
+                rerank_every=rerank_every,
+                imp={"prune_fraction": 0.5, "every": 1 / total_steps},  # 50% at step 1
+            )
+            self.method = build_method(cfg, seed=0)
+            self.method.prepare(self.model, total_steps)
+            groups = self.method.param_groups(self.model, LR)
+        self.optimizer = torch.optim.AdamW(groups, lr=LR)
+        self.steps_done = 0
+
+    def step(self) -> None:
+        loss = self.model(**self.batch).loss
+        if self.method is not None and (penalty := self.method.penalty()) is not None:
             loss = loss + penalty
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        counter["step"] += 1
-        if method is not None:
-            method.on_step(counter["step"])
-
-    step.method = method  # type: ignore[attr-defined]
-    return step
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.steps_done += 1
+        if self.method is not None:
+            self.method.on_step(self.steps_done)
 
 
 def main() -> None:
@@ -68,37 +69,45 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps per variant")
     parser.add_argument("--rerank-every", type=int, default=10, help="mask_train re-rank cadence")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", help="e.g. cuda (default: cpu)")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     batch = {
-        "input_ids": torch.randint(1000, 20000, (32, 64)),
-        "attention_mask": torch.ones(32, 64, dtype=torch.long),
-        "labels": torch.randint(0, 3, (32,)),
+        "input_ids": torch.randint(1000, 20000, (32, 64), device=device),
+        "attention_mask": torch.ones(32, 64, dtype=torch.long, device=device),
+        "labels": torch.randint(0, 3, (32,), device=device),
     }
     total = args.warmup + args.steps * args.rounds
     kinds = ["dense", "mask_train", "imp"]
-    steps = {k: make_step(k, batch, total, args.rerank_every) for k in kinds}
+    variants = {k: Variant(k, batch, total, args.rerank_every, device) for k in kinds}
     for k in kinds:
         for _ in range(args.warmup):
-            steps[k]()
+            variants[k].step()
+    sync()
 
     times: dict[str, list[float]] = {k: [] for k in kinds}
     for r in range(args.rounds):
         for k in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
             start = time.perf_counter()
             for _ in range(args.steps):
-                steps[k]()
+                variants[k].step()
+            sync()
             times[k].append((time.perf_counter() - start) / args.steps * 1000)
 
-    method = steps["mask_train"].method  # type: ignore[attr-defined]
+    method = variants["mask_train"].method
+    assert method is not None
     start = time.perf_counter()
     method.freeze()
+    sync()
     rerank_ms = (time.perf_counter() - start) * 1000
 
     dense = statistics.median(times["dense"])
-    print(f"batch 32 x 64, {args.threads} threads, {args.rounds} rounds x {args.steps} steps")
+    where = f"{args.threads} threads" if device.type == "cpu" else str(device)
+    print(f"batch 32 x 64, {where}, {args.rounds} rounds x {args.steps} steps")
     print(f"{'variant':<12}{'ms/step':>10}{'x dense':>10}   per-round ms")
     for k in kinds:
         ms = statistics.median(times[k])

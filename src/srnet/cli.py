@@ -14,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    _quiet_libraries()
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
@@ -25,6 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
         return 130
+
+
+def _quiet_libraries() -> None:
+    """Keep the terminal for srnet's own progress bars and tables."""
+    import os
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 def build_parser() -> argparse.ArgumentParser:

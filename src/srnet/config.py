@@ -128,16 +128,32 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "-
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
-        node = data
+        node: Any = data
         for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise SrnetError(f"{source}: '{key}' goes through '{part}', which is not a section")
-            node = child
-        node[parts[-1]] = value
+            node = _child(node, part, key, source)
+        if isinstance(node, list):
+            node[_list_index(node, parts[-1], key, source)] = value
+        else:
+            node[parts[-1]] = value
     return data
+
+
+def _child(node: Any, part: str, key: str, source: str) -> Any:
+    """Step into ``node[part]`` (a section, or a list item by index), creating missing sections."""
+    if isinstance(node, list):
+        return node[_list_index(node, part, key, source)]
+    child = node.get(part)
+    if child is None:
+        child = node[part] = {}
+    if not isinstance(child, dict | list):
+        raise SrnetError(f"{source}: '{key}' goes through '{part}', which is not a section")
+    return child
+
+
+def _list_index(node: list, part: str, key: str, source: str) -> int:
+    if not part.isdigit() or int(part) >= len(node):
+        raise SrnetError(f"{source}: '{key}': '{part}' is not an index of a list of {len(node)}")
+    return int(part)
 
 
 def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:

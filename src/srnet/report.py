@@ -59,8 +59,9 @@ def format_table(
 def summary_table(metrics: Mapping[str, Any]) -> str:
     """The ID vs OOD table of one run's ``metrics.json``.
 
-    A header line (run, task, model, sparsity), then one row per evaluated split with its
-    primary metric, and F_bias for OOD splits when the metrics carry an ``f_bias`` block.
+    A header line (run, task, model, sparsity); one row per evaluated split with accuracy, the
+    primary metric, the easy/hard gap (ID, when bias predictions exist), the shortcut gap and
+    F_bias (OOD); then a heuristic x label table for each HANS-like split.
     """
     head = [f"{key} {metrics[key]}" for key in ("run", "task", "model") if key in metrics]
     sparsity = metrics.get("sparsity") or {}
@@ -71,14 +72,27 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
         {
             "split": split,
             "kind": kind.upper(),
+            "n": block.get("n"),
+            "accuracy": block.get("accuracy"),
             "primary": block.get("primary"),
+            "easy-hard": (block.get("easy_hard") or {}).get("gap"),
+            "shortcut_gap": block.get("shortcut_gap"),
             "f_bias": f_bias.get(split) if kind == "ood" else None,
         }
         for kind in ("id", "ood")
         for split, block in (metrics.get(kind) or {}).items()
     ]
-    columns = ["split", "kind", "primary", *(["f_bias"] if f_bias else [])]
-    return "  ".join(head) + "\n" + format_table(rows, columns)
+    columns = ["split", "kind", "n", "accuracy", "primary"]
+    columns += [c for c in ("easy-hard", "shortcut_gap", "f_bias") if any(r[c] is not None for r in rows)]
+    parts = ["  ".join(head), format_table(rows, columns)]
+    for split, block in (metrics.get("ood") or {}).items():
+        by_heuristic = block.get("by_heuristic")
+        if by_heuristic:
+            labels = sorted({label for cells in by_heuristic.values() for label in cells})
+            grid = [{"heuristic": h, **cells} for h, cells in by_heuristic.items()]
+            table = format_table(grid, ["heuristic", *labels])
+            parts.append(f"{split}: accuracy by heuristic x label\n{table}")
+    return "\n".join(parts)
 
 
 def plot_sparsity_heatmap(

@@ -25,20 +25,11 @@ class L0Gates(LearnedMaskMethod):
 
     def make_masks(self) -> list[FixedMask]:
         l0 = self.cfg.l0
-        masks = []
-        for target in self.targets:
-            weight = original_weight(target.module)
-            masks.append(
-                HardConcreteMask(
-                    weight.new_ones(weight.shape),
-                    weight,
-                    l0.init_keep,
-                    l0.temperature,
-                    l0.gamma,
-                    l0.zeta,
-                )
-            )
-        return masks
+        weights = [original_weight(t.module) for t in self.targets]
+        return [
+            HardConcreteMask(w.new_ones(w.shape), w, l0.init_keep, l0.temperature, l0.gamma, l0.zeta)
+            for w in weights
+        ]
 
     def rerank(self, sparsity: float) -> None:
         scores = [m.log_alpha for m in self._masks]
