@@ -111,11 +111,12 @@ def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[st
     model computes with them; ``srnet.export.bake_masks`` turns them into plain weights.
     """
     from srnet.pruning import build_method
+    from srnet.pruning.base import OneShotMethod
     from srnet.pruning.config import PruningConfig
 
     cfg = config if isinstance(config, PruningConfig) else PruningConfig.model_validate(config)
     method = build_method(cfg, seed)
-    if method.needs_training:
+    if not isinstance(method, OneShotMethod) or cfg.method == "imp":
         raise SrnetError(f"method '{cfg.method}' learns its mask; use srnet.run with a training split")
     method.prepare(model, 1)
     method.freeze()
