@@ -126,6 +126,8 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         best_step = state.best_step
         masks = trainer.load_best()
         model = trainer.unwrapped
+        if method is not None:
+            method.freeze()
     elif method is not None:
         method.prepare(model, 1)
         method.freeze()
@@ -135,6 +137,9 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
 
     final = bake_masks(model, masks) if masks else model
     final.eval()
+    if masks:
+        probe = (data.dev[1] if data.dev else data.train or [])[:16]
+        check_baked_model(model, final, tokenizer, probe, recipe.model.max_length)
     metrics = {
         "run": recipe.name,
         "task": task.name,
@@ -157,6 +162,18 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     atomic_write_json(run.metrics, metrics)
     shutil.rmtree(run.checkpoints, ignore_errors=True)
     return RunResult(run.root, metrics)
+
+
+def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length: int) -> None:
+    """Refuse to export unless the baked model gives the masked model's logits on a probe batch."""
+    if not probe:
+        return
+    masked.eval()
+    a = predict_logits(masked, tokenizer, probe, max_length=max_length)
+    b = predict_logits(baked, tokenizer, probe, max_length=max_length)
+    gap = float(np.abs(a - b).max())
+    if gap > 1e-4:
+        raise RuntimeError(f"internal error: baked model differs from the masked model by {gap:.2e}")
 
 
 def _mask_metadata(recipe: Recipe, source: str, model: torch.nn.Module, masks) -> MaskMetadata:
