@@ -46,9 +46,9 @@ def extras_dir(tmp_path_factory):
                            feature="test", split="train")
     teacher = root / "teacher"
     (teacher / "predictions").mkdir(parents=True)
+    teacher_probs = rng.dirichlet(np.ones(3), len(ids))
     atomic_write_jsonl(teacher / "predictions" / "train.jsonl",
-                       ({"id": i, "probs": p.tolist()} for i, p in zip(ids, rng.dirichlet(np.ones(3), len(ids)),
-                                                                          strict=True)))
+                       ({"id": i, "probs": p.tolist()} for i, p in zip(ids, teacher_probs, strict=True)))
     write_difficulty(root / "difficulty.jsonl", ids, rng.uniform(0.2, 1.0, len(ids)))
     return root
 
@@ -108,7 +108,9 @@ def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, 
     assert all(torch.equal(again[k], masks[k]) for k in masks)
 
     # 3. plain transformers reload: every weight loaded, masked entries are zero
-    exported, info = AutoModelForSequenceClassification.from_pretrained(run / "model", output_loading_info=True)
+    exported, info = AutoModelForSequenceClassification.from_pretrained(
+        run / "model", output_loading_info=True
+    )
     assert not info["missing_keys"] and not info["mismatched_keys"]
     for name, mask in masks.items():
         weight = exported.get_submodule(name).weight

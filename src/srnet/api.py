@@ -92,10 +92,13 @@ def evaluate(
     *,
     overwrite: bool = False,
 ) -> RunResult:
-    """Evaluate a model (hub id, path or srnet run directory) on a recipe's dev/eval/challenge splits."""
+    """Evaluate a model (hub id, path or srnet run directory) on a recipe's dev/eval/challenge splits.
+
+    A one-shot ``pruning`` section (omp, random, fixed) is applied first, so this also evaluates
+    a pruned-without-retraining subnetwork.
+    """
     base = as_recipe(recipe, overrides).model_dump(mode="json")
     base["data"]["train"] = None
-    base["pruning"] = None
     if RunDir(Path(model)).model.is_dir():
         base["model"]["init_from"] = model
     else:

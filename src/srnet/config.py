@@ -163,7 +163,7 @@ def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         value = err.get("input")

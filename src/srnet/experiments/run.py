@@ -25,6 +25,7 @@ from srnet.io import atomic_write_json, atomic_write_text
 from srnet.losses import build_loss
 from srnet.models import load_classifier, load_tokenizer
 from srnet.pruning import build_method
+from srnet.pruning.base import OneShotMethod
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
 from srnet.tasks import Task, get_task, load_examples
 from srnet.tasks.base import Example
@@ -129,6 +130,8 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         if method is not None:
             method.freeze()
     elif method is not None:
+        if not isinstance(method, OneShotMethod) or recipe.pruning.method == "imp":
+            raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
         method.prepare(model, 1)
         method.freeze()
         masks = method.masks()

@@ -1,0 +1,114 @@
+"""The srnet command end to end on tiny models, and its one-line errors on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from srnet.cli import main
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_info(capsys):
+    code, out, _ = run_cli(capsys, "info")
+    info = json.loads(out)
+    assert code == 0
+    assert info["packages"]["torch"].startswith("2.13")
+    assert info["default_model_path"].endswith("model")
+
+
+def test_demo_prints_id_vs_ood_table(capsys, tmp_path, tiny_model_dir):
+    code, out, _ = run_cli(
+        capsys, "demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}",
+        "--set", "data.train.synthetic.n=64", "--set", "data.dev.synthetic.n=32",
+        "--set", "data.challenge.0.synthetic.n=40", "--set", "training.max_steps=4",
+    )
+    assert code == 0
+    assert "synthetic_dev" in out and "ID" in out and "OOD" in out
+    assert "accuracy by heuristic x label" in out
+    metrics = json.loads((tmp_path / "demo" / "metrics.json").read_text())
+    assert set(metrics["ood"]["synthetic_challenge"]["by_heuristic"]) >= {"lexical_overlap"}
+    for name in ("config.yaml", "environment.json", "log.jsonl", "model/model.safetensors",
+                 "predictions/synthetic_dev.jsonl", "predictions/synthetic_challenge_hans_predictions.txt"):
+        assert (tmp_path / "demo" / name).exists(), name
+
+
+def test_finetune_predict_evaluate_export_masks(capsys, tmp_path, tiny_model_dir):
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [("the cat sat on the mat", "a cat sat", "entailment"),
+            ("a dog ran in the park", "the dog is asleep", "contradiction"),
+            ("the man read a book", "the man read a novel by a famous author", "neutral")] * 8
+    for name in ("train", "dev"):
+        (data / f"{name}.jsonl").write_text("".join(
+            json.dumps({"premise": p, "hypothesis": h, "label": y}) + "\n" for p, h, y in rows))
+    runs = str(tmp_path / "runs")
+    common = ["--task", "nli", "--dev", str(data / "dev.jsonl"), "--output-dir", runs]
+    code, out, err = run_cli(capsys, "finetune", "--model", str(tiny_model_dir), "--train",
+                             str(data / "train.jsonl"), "--name", "ft", *common,
+                             "--set", "training.max_steps=3")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "predict", f"{runs}/ft", "--split", "train")
+    assert code == 0, err
+    assert len((tmp_path / "runs/ft/predictions/train.jsonl").read_text().splitlines()) == 24
+    code, out, err = run_cli(capsys, "evaluate", f"{runs}/ft", *common, "--name", "ev",
+                             "--set", "pruning.method=omp", "--set", "pruning.sparsity=0.3")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "evaluate", f"{runs}/ft", *common, "--name", "omp",
+                             "--set", "pruning.method=omp", "--set", "pruning.sparsity=0.3",
+                             "--set", "data.train=null")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "masks", "show", f"{runs}/omp", "--plot", str(tmp_path / "h.png"))
+    assert code == 0, err
+    overall = float(out.split("overall sparsity=")[1].split()[0])
+    assert overall == pytest.approx(0.3, abs=1e-3) and (tmp_path / "h.png").stat().st_size > 0
+    code, out, err = run_cli(capsys, "masks", "compare", f"{runs}/omp", f"{runs}/omp")
+    assert code == 0 and "1.0000" in out
+    code, out, err = run_cli(capsys, "export", "--model", f"{runs}/ft", "--masks", f"{runs}/omp",
+                             "--out", str(tmp_path / "exported"))
+    assert code == 0, err
+    assert (tmp_path / "exported" / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "missing.yaml"], "recipe file not found"),
+        (["demo", "--set", "training.lrr=1"], "training.lrr: unknown key"),
+        (["demo", "--set", "task=nope"], "unknown task 'nope'"),
+        (["demo", "--set", "pruning.method=omp", "--set", "pruning.sparsity=1.5"], "1.5"),
+        (["demo", "--set", "pruning.method=magic"], "pruning.method: unknown method 'magic'"),
+        (["demo", "--set", "loss.name=nope"], "unknown loss 'nope'"),
+        (["demo", "--set", "model.name=/no/such/model"], "cannot load model '/no/such/model'"),
+        (["demo", "--set", "loss.name=poe"], "needs loss.bias_predictions"),
+        (["masks", "show", "nowhere.safetensors"], "nowhere.safetensors"),
+    ],
+)
+def test_bad_input_is_one_line_and_nonzero(capsys, tmp_path, argv, message):
+    if argv[0] == "demo":
+        argv = [*argv, "--output-dir", str(tmp_path), "--set", "data.train.synthetic.n=30"]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_bad_data_file_names_file_and_line(capsys, tmp_path, tiny_model_dir):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"premise": "a", "hypothesis": "b", "label": "entailment"}\n{"premise": "a", "hyp\n')
+    code, _, err = run_cli(capsys, "finetune", "--model", str(tiny_model_dir), "--task", "nli",
+                           "--train", str(bad), "--output-dir", str(tmp_path / "runs"))
+    assert code == 2
+    assert f"{bad}:2" in err
+    assert not (tmp_path / "runs").exists()
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text('{"premise": "a", "hypothesis": "b", "label": "maybe"}\n')
+    code, _, err = run_cli(capsys, "finetune", "--model", str(tiny_model_dir), "--task", "nli",
+                           "--train", str(unknown), "--output-dir", str(tmp_path / "runs"))
+    assert code == 2 and "maybe" in err and f"{unknown}:1" in err
