@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
+import srnet.sparsity.threshold as selection
 from srnet.errors import SrnetError
 from srnet.sparsity import (
     FixedMask,
@@ -47,16 +48,22 @@ def test_topk_keep_exact_count(sparsity, shape):
     assert keep.shape == scores.shape
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_topk_keep_matches_a_stable_sort(seed):
+@pytest.mark.parametrize("seed", range(6))
+def test_both_selection_routines_match_a_python_sort(seed):
     g = torch.Generator().manual_seed(seed)
-    scores = torch.randint(0, 5, (37,), generator=g).float()
-    keep, threshold = topk_keep(scores, 0.4)
+    scores = torch.randint(0, 5 if seed % 2 else 1000, (37,), generator=g).float()
+    keep_n = 37 - round(0.4 * 37)
     order = sorted(range(37), key=lambda i: (-scores[i].item(), i))
     expected = torch.zeros(37, dtype=torch.bool)
-    expected[order[: 37 - round(0.4 * 37)]] = True
+    expected[order[:keep_n]] = True
+    cut = (scores[order[keep_n - 1]], scores[order[keep_n]])
+    for select in (selection._select_by_quickselect, selection._select_by_sort):
+        keep, lowest_kept, highest_dropped = select(scores, keep_n)
+        assert torch.equal(keep, expected)
+        assert (lowest_kept, highest_dropped) == cut
+    keep, value = topk_keep(scores, 0.4)
     assert torch.equal(keep, expected)
-    assert scores[keep].min() >= threshold >= scores[~keep].max()
+    assert value == pytest.approx(float(sum(cut) / 2))
 
 
 def test_topk_keep_extremes():

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from srnet.errors import SrnetError
@@ -52,6 +53,11 @@ class PrunableWeight:
     @property
     def numel(self) -> int:
         return self.module.weight.numel()
+
+
+def default_device() -> torch.device:
+    """The accelerator when one is present, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def default_model_path() -> Path:

@@ -10,7 +10,7 @@ from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits, write_predictions
 from srnet.experiments.run import data_base_dir
 from srnet.experiments.rundir import RunDir
-from srnet.models import load_classifier, load_tokenizer
+from srnet.models import default_device, load_classifier, load_tokenizer
 from srnet.tasks import get_task, label_space, load_examples, split_name
 from srnet.tasks.spec import DataSpec
 
@@ -38,7 +38,7 @@ def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None
     examples = load_examples(task, spec, base_dir=data_base_dir(recipe))
     tokenizer = load_tokenizer(str(run.model))
     model = load_classifier(str(run.model), len(task.labels), dict(enumerate(task.labels)))
-    model.eval()
+    model.to(default_device()).eval()
     logits = predict_logits(
         model, tokenizer, examples, max_length=recipe.model.max_length,
         batch_size=recipe.training.eval_batch_size, desc=f"predict {split}",

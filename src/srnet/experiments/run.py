@@ -23,7 +23,7 @@ from srnet.experiments.evaluate import evaluate_splits
 from srnet.experiments.rundir import RunDir, environment
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.losses import build_loss
-from srnet.models import load_classifier, load_tokenizer
+from srnet.models import default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
@@ -129,7 +129,9 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         model = trainer.unwrapped
         if method is not None:
             method.freeze()
-    elif method is not None:
+    else:
+        model.to(default_device())
+    if data.train is None and method is not None:
         if not isinstance(method, OneShotMethod) or recipe.pruning.method == "imp":
             raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
         method.prepare(model, 1)
