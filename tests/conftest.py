@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SRNET_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -13,6 +14,8 @@ SHARED_DATA = Path(os.environ.get("SRNET_DATA_DIR", REPO.parent / "shared" / "da
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+torch.set_num_threads(1)  # tiny models: one thread is fastest and keeps parallel CI quiet
 
 
 def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3) -> Path:

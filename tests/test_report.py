@@ -45,21 +45,29 @@ def test_format_table_exact():
 def test_summary_table_of_run_metrics():
     metrics = {
         "run": "demo", "task": "nli", "model": "default", "seed": 1,
-        "id": {"mnli_dev": {"primary": 0.8, "accuracy": 0.8}},
-        "ood": {"hans": {"primary": 0.55}},
+        "id": {"mnli_dev": {"n": 10, "primary": 0.8, "accuracy": 0.8,
+                            "easy_hard": {"easy": 0.9, "hard": 0.7, "gap": 0.2}}},
+        "ood": {"hans": {"n": 6, "primary": 0.5, "accuracy": 0.5, "shortcut_gap": 0.9,
+                         "by_heuristic": {"lexical_overlap": {"entailment": 1.0, "non-entailment": 0.1}}}},
         "sparsity": {"overall": 0.5, "target": 0.5},
         "f_bias": {"reference": "runs/dense", "id_split": "mnli_dev", "hans": 0.75},
     }
     assert summary_table(metrics) == (
         "run demo  task nli  model default  sparsity 50.0%\n"
-        "split     kind  primary  f_bias\n"
-        "--------  ----  -------  ------\n"
-        "mnli_dev  ID     0.8000       -\n"
-        "hans      OOD    0.5500  0.7500\n"
+        "split     kind   n  accuracy  primary  easy-hard  shortcut_gap  f_bias\n"
+        "--------  ----  --  --------  -------  ---------  ------------  ------\n"
+        "mnli_dev  ID    10    0.8000   0.8000     0.2000             -       -\n"
+        "hans      OOD    6    0.5000   0.5000          -        0.9000  0.7500\n"
+        "\n"
+        "hans: accuracy by heuristic x label\n"
+        "heuristic        entailment  non-entailment\n"
+        "---------------  ----------  --------------\n"
+        "lexical_overlap      1.0000          0.1000\n"
     )
-    dense = {"run": "dense", "id": {"sst2_dev": {"primary": 0.9}}, "ood": {}}
+    dense = {"run": "dense", "id": {"sst2_dev": {"n": 3, "primary": 0.9, "accuracy": 0.9}}, "ood": {}}
     assert summary_table(dense) == (
-        "run dense\nsplit     kind  primary\n--------  ----  -------\nsst2_dev  ID     0.9000\n"
+        "run dense\nsplit     kind  n  accuracy  primary\n--------  ----  -  --------  -------\n"
+        "sst2_dev  ID    3    0.9000   0.9000\n"
     )
 
 

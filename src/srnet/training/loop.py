@@ -57,11 +57,14 @@ def total_steps(cfg: TrainingConfig, num_examples: int) -> int:
     return max(1, math.ceil(per_epoch * cfg.epochs))
 
 
-def weight_param_groups(model: torch.nn.Module, lr: float, weight_decay: float) -> list[dict]:
-    """AdamW groups for trainable weights: no decay on biases and LayerNorm."""
+def weight_param_groups(
+    model: torch.nn.Module, lr: float, weight_decay: float, only: set[int] | None = None
+) -> list[dict]:
+    """AdamW groups for trainable weights (or those whose ``id`` is in ``only``): no decay on
+    biases and LayerNorm."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
-        if not param.requires_grad:
+        if not param.requires_grad or (only is not None and id(param) not in only):
             continue
         (no_decay if param.ndim < 2 or "LayerNorm" in name else decay).append(param)
     groups = [{"params": decay, "lr": lr, "weight_decay": weight_decay}]
@@ -114,7 +117,10 @@ class Trainer:
         )
         if method is not None:
             method.prepare(model, self.steps)
-            groups = method.param_groups(model, cfg.lr)
+            groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
+            trained = {id(p) for p in model.parameters() if p.requires_grad}
+            mask_params = {id(p) for g in groups for p in g["params"]}
+            groups += weight_param_groups(model, cfg.lr, cfg.weight_decay, trained - mask_params)
         else:
             groups = weight_param_groups(model, cfg.lr, cfg.weight_decay)
         if not groups:
