@@ -86,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("report", help="compare finished runs in one table (and an ID vs OOD plot)")
+    p.add_argument("runs", nargs="+", help="run directories")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--plot", help="write an ID vs OOD accuracy plot (.png/.pdf/.svg)")
+    p.set_defaults(func=cmd_report)
+
     bias = sub.add_parser("bias", help="bias models and sample difficulty").add_subparsers(metavar="ACTION")
     p = bias.add_parser("fit", help="fit the recipe's bias model; write bias predictions per split")
     p.add_argument("recipe")
@@ -197,6 +203,21 @@ def cmd_demo(args) -> int:
     recipe = demo_recipe(args.data_dir, args.output_dir)
     result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
     _print_summary(result)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from srnet.experiments.aggregate import comparison_columns, run_row
+    from srnet.report import format_table, plot_id_ood
+
+    rows = [run_row(r) for r in args.runs]
+    print(format_table(rows, comparison_columns(rows), {"sparsity": ".2f"}, markdown=args.markdown))
+    if args.plot:
+        points = [{"method": f"{r['method']}/{r['loss']}", "sparsity": r["sparsity"], "id": r.get("id"),
+                   "ood": r.get("ood")} for r in rows if r.get("id") is not None and r.get("ood") is not None]
+        plot_id_ood(points, args.plot, id_name=rows[0].get("id_split", "ID"),
+                    ood_name=rows[0].get("ood_split", "OOD"))
+        print(f"wrote {args.plot}")
     return 0
 
 

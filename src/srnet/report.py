@@ -25,8 +25,10 @@ def format_table(
     rows: Sequence[Mapping[str, Any]],
     columns: Sequence[str],
     floatfmt: str | Mapping[str, str] = ".4f",
+    *,
+    markdown: bool = False,
 ) -> str:
-    """Render ``rows`` as an aligned plain-text table with a header and a rule.
+    """Render ``rows`` as an aligned plain-text (or Markdown) table with a header and a rule.
 
     Floats use ``floatfmt`` (one format spec, or one per column with ``.4f`` for the rest);
     missing and ``None`` values print as ``-``.  Numeric columns are right-aligned.
@@ -47,12 +49,18 @@ def format_table(
     ]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
 
+    sep = " | " if markdown else "  "
+
     def line(values: Sequence[str]) -> str:
         cols = zip(values, widths, numeric, strict=True)
-        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in cols]
-        return "  ".join(parts).rstrip()
+        text = sep.join(v.rjust(w) if num else v.ljust(w) for v, w, num in cols)
+        return f"| {text} |" if markdown else text.rstrip()
 
-    rule = "  ".join("-" * w for w in widths)
+    if markdown:
+        marks = [("-" * (w - 1) + ":") if num else "-" * w for w, num in zip(widths, numeric, strict=True)]
+        rule = "| " + " | ".join(marks) + " |"
+    else:
+        rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(columns), rule, *(line(r) for r in cells)]) + "\n"
 
 

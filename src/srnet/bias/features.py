@@ -128,11 +128,7 @@ def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np
 
     An empty H gets zeros in the first five columns.
     """
-    pairs = []
-    for ex in examples:
-        if ex.text_b is None:
-            raise SrnetError(f"bias feature 'overlap' needs text pairs; example '{ex.id}' has one text")
-        pairs.append((words(ex.text_a), words(ex.text_b)))
+    pairs = [_pair_words(ex, "overlap") for ex in examples]
     vectors, index = _embed_vocabulary([w for p, h in pairs for w in (*p, *h)], context)
     out = np.zeros((len(pairs), len(OVERLAP_COLUMNS)))
     for row, (p, h) in enumerate(pairs):
@@ -140,14 +136,44 @@ def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np
         if not h:
             continue
         premise = set(p)
-        in_p = np.array([w in premise for w in h])
-        out[row, 0] = in_p.all()
-        out[row, 1] = any(p[i : i + len(h)] == h for i in range(len(p) - len(h) + 1))
-        out[row, 2] = in_p.mean()
+        out[row, 0], out[row, 1] = heuristic_indicators(p, h)
+        out[row, 2] = np.mean([w in premise for w in h])
         if p:
             best = _best_similarity(h, p, vectors, index)
             out[row, 3], out[row, 4] = best.mean(), best.min()
     return out
+
+
+@register_feature(
+    "overlap_shortcut",
+    per_fold=StandardScaler,
+    help="only the HANS heuristics: hypothesis fully contained in / a contiguous run of the premise",
+)
+def overlap_shortcut_features(examples: Sequence[Example], context: FeatureContext) -> np.ndarray:
+    """The two indicator columns of ``overlap`` (``contained``, ``subsequence``) and nothing else.
+
+    A bias model that knows only the shortcut, not the word-similarity and length cues that
+    partly solve the task: use it when the full ``overlap`` set is too strong a teacher of the
+    task itself (product-of-experts then has nothing left to learn on the examples it explains).
+    """
+    rows = [heuristic_indicators(*_pair_words(ex, "overlap_shortcut")) for ex in examples]
+    return np.array(rows, dtype=np.float64).reshape(len(rows), 2)
+
+
+def _pair_words(ex: Example, feature: str) -> tuple[list[str], list[str]]:
+    if ex.text_b is None:
+        raise SrnetError(f"bias feature '{feature}' needs text pairs; example '{ex.id}' has one text")
+    return words(ex.text_a), words(ex.text_b)
+
+
+def heuristic_indicators(p: list[str], h: list[str]) -> tuple[float, float]:
+    """(every word of ``h`` is in ``p``, ``h`` is a contiguous run of ``p``); zeros for an empty ``h``."""
+    if not h:
+        return 0.0, 0.0
+    premise = set(p)
+    contained = all(w in premise for w in h)
+    contiguous = any(p[i : i + len(h)] == h for i in range(len(p) - len(h) + 1))
+    return float(contained), float(contiguous)
 
 
 def _embed_vocabulary(tokens: list[str], context: FeatureContext) -> tuple[np.ndarray, dict[str, int]]:
