@@ -23,7 +23,7 @@ from srnet.experiments.evaluate import evaluate_splits
 from srnet.experiments.rundir import RunDir, environment
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.losses import build_loss
-from srnet.models import default_device, load_classifier, load_tokenizer
+from srnet.models import DEFAULT_ROLES, default_device, find_prunable, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
@@ -154,7 +154,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     }
     id_sets = ([data.dev] if data.dev else []) + data.evals
     metrics.update(evaluate_splits(final, tokenizer, task, id_sets, data.challenges, recipe, run))
-    metrics["sparsity"] = _sparsity_block(masks, recipe)
+    metrics["sparsity"] = _sparsity_block(masks, recipe, final)
     if recipe.dense_reference:
         from srnet.experiments.evaluate import f_bias_block
 
@@ -193,13 +193,20 @@ def _mask_metadata(recipe: Recipe, source: str, model: torch.nn.Module, masks) -
     )
 
 
-def _sparsity_block(masks, recipe: Recipe) -> dict:
-    if not masks:
-        return {"overall": 0.0, "target": 0.0}
+def _sparsity_block(masks, recipe: Recipe, model: torch.nn.Module) -> dict:
+    """Sparsity of the applied masks; without masks, the measured zeros of the prunable weights
+    (so evaluating an exported subnetwork reports its real sparsity)."""
     from srnet.evaluation.mask_analysis import sparsity_table
 
-    table = sparsity_table(masks).as_dict()
-    table["target"] = recipe.pruning.sparsity if recipe.pruning else None
+    if masks:
+        table = sparsity_table(masks).as_dict()
+        table["target"] = recipe.pruning.sparsity if recipe.pruning else None
+        table["measured_from"] = "masks"
+        return table
+    zeros = {w.name: w.module.weight.detach() != 0 for w in find_prunable(model, DEFAULT_ROLES)}
+    table = sparsity_table(zeros).as_dict()
+    table["target"] = None
+    table["measured_from"] = "weights"
     return table
 
 
