@@ -72,6 +72,11 @@ class TrainingConfig(_Strict):
     mixed_precision: Literal["no", "fp16", "bf16"] = Field("no", description="Accelerate mixed precision")
     log_every: int = Field(20, gt=0, description="steps between log lines")
     tensorboard: bool = Field(False, description="also log to TensorBoard (needs the tensorboard extra)")
+    save_at_steps: list[int] = Field(
+        default_factory=list,
+        description="also export the model at these steps to <run>/intermediate/step_<N> (a mask "
+        "search can start from one via model.name: Win-win section 5.1)",
+    )
     checkpoint_every: int | None = Field(
         None, gt=0, description="save a resumable checkpoint every N steps (null = at every evaluation)"
     )

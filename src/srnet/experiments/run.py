@@ -21,11 +21,13 @@ from srnet.errors import SrnetError
 from srnet.evaluation.predict import predict_logits
 from srnet.experiments.evaluate import evaluate_splits
 from srnet.experiments.rundir import RunDir, environment
+from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.losses import build_loss
 from srnet.models import DEFAULT_ROLES, default_device, find_prunable, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
+from srnet.report import plot_sparsity_heatmap
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
 from srnet.tasks import Task, get_task, load_examples
 from srnet.tasks.base import Example
@@ -138,8 +140,6 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         method.freeze()
         masks = method.masks()
 
-    from srnet.export import bake_masks, export_model
-
     final = bake_masks(model, masks) if masks else model
     final.eval()
     if masks:
@@ -162,6 +162,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     metadata = _mask_metadata(recipe, source, model, masks) if masks else None
     if masks:
         save_masks(run.masks, masks, metadata)
+        plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(model, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True)
     metrics["time_s"] = round(time.perf_counter() - started, 1)
     atomic_write_json(run.metrics, metrics)

@@ -24,6 +24,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from srnet.config import TrainingConfig
 from srnet.errors import SrnetError
+from srnet.export import export_model
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
     load_model_state,
@@ -95,6 +96,7 @@ class Trainer:
         mask_metadata: Callable[[dict[str, torch.Tensor]], MaskMetadata] | None = None,
     ) -> None:
         self.cfg = cfg
+        self.tokenizer = tokenizer
         self.model = model
         self.loss_fn = loss_fn
         self.method = method
@@ -181,6 +183,8 @@ class Trainer:
                     running, started = [], time.perf_counter()
                 if step % eval_every == 0 or step == self.steps:
                     self._evaluate()
+                if step in cfg.save_at_steps:
+                    self._export_intermediate()
                 if step % save_every == 0 or step == self.steps:
                     self._save_last()
                 if step >= self.steps:
@@ -258,6 +262,16 @@ class Trainer:
                 save_masks(folder / "masks.safetensors", masks, self.mask_metadata(masks))
 
         save_folder_atomically(self.best_dir, write)
+
+    def _export_intermediate(self) -> None:
+        """A plain Hugging Face checkpoint of the model at this step (masks baked in)."""
+        masks = {}
+        if self.method is not None:
+            self.method.freeze()
+            masks = self.method.masks()
+        out = self.work_dir / "intermediate" / f"step_{self.state.step}"
+        export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
+        self._log({"event": "export", "step": self.state.step, "path": str(out)})
 
     def _save_last(self) -> None:
         model = self.unwrapped

@@ -1,0 +1,101 @@
+"""Whole runs on a tiny model: F_bias, OOD-informed search, intermediate checkpoints, easy/hard,
+measured sparsity of exported subnetworks."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from srnet import api
+from srnet.bias import write_bias_predictions
+from srnet.errors import SrnetError
+from srnet.tasks import generate_synthetic
+
+
+def synthetic(split: str, n: int) -> dict:
+    return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}} | (
+        {"challenge": "hans"} if split == "challenge" else {})
+
+
+def recipe(root, model, name, **extra) -> dict:
+    base = {
+        "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(root),
+        "model": {"name": str(model), "max_length": 48},
+        "data": {"train": synthetic("train", 48), "dev": synthetic("dev", 30),
+                 "challenge": [synthetic("challenge", 24)]},
+        "training": {"max_steps": 6, "batch_size": 8, "eval_every": 3, "lr": 1e-3},
+    }
+    return api.merge(base, extra)
+
+
+def test_f_bias_against_dense_reference(tmp_path, tiny_model_dir):
+    dense = api.run(recipe(tmp_path, tiny_model_dir, "dense")).metrics
+    pruned = api.run(recipe(tmp_path, tiny_model_dir, "omp", dense_reference=str(tmp_path / "dense"),
+                            pruning={"method": "omp", "sparsity": 0.4})).metrics
+    d, o = pruned["id"]["synthetic_dev"]["primary"], pruned["ood"]["synthetic_challenge"]["primary"]
+    dd, do = dense["id"]["synthetic_dev"]["primary"], dense["ood"]["synthetic_challenge"]["primary"]
+    if dd == do:
+        pytest.skip("dense model has no ID-OOD gap to compare against")
+    assert pruned["f_bias"]["synthetic_challenge"] == pytest.approx(((d - o) / d) / ((dd - do) / dd))
+
+
+def test_ood_informed_training_mixes_relabelled_challenge_examples(tmp_path, tiny_model_dir):
+    result = api.run(recipe(tmp_path, tiny_model_dir, "ood", data={"ood_train": synthetic("challenge", 20)},
+                            pruning={"method": "mask_train", "sparsity": 0.3}))
+    log = [json.loads(line) for line in (result.run_dir / "log.jsonl").open()]
+    assert any(e["event"] == "eval" for e in log)
+    from srnet.experiments.run import load_run_data
+    from srnet.tasks import get_task
+
+    data = load_run_data(api.as_recipe(recipe(tmp_path, tiny_model_dir, "x",
+                                              data={"ood_train": synthetic("challenge", 20)})),
+                         get_task("synthetic_nli"))
+    ood = [ex for ex in data.train if ex.id.startswith("ood-")]
+    assert len(ood) == 20 and len(data.train) == 68
+    assert {ex.label for ex in ood} <= {0, 2}  # entailment, non-entailment -> contradiction
+
+
+def test_ood_label_without_a_class_is_an_error(tmp_path, tiny_model_dir):
+    bad = recipe(tmp_path, tiny_model_dir, "bad", data={"ood_train": synthetic("challenge", 10),
+                                                        "ood_label_map": {}})
+    with pytest.raises(SrnetError, match="label 'non-entailment' has no class"):
+        api.run(bad)
+
+
+def test_mask_search_from_an_intermediate_checkpoint(tmp_path, tiny_model_dir):
+    ft = api.run(recipe(tmp_path, tiny_model_dir, "ft", training={"save_at_steps": [2, 4]}))
+    step2 = ft.run_dir / "intermediate" / "step_2"
+    assert (step2 / "model.safetensors").exists() and (ft.run_dir / "intermediate" / "step_4").exists()
+    masked = api.run(recipe(tmp_path, step2, "from_step2", pruning={"method": "mask_train", "sparsity": 0.5}))
+    assert masked.metrics["model"] == str(step2)
+    assert (masked.run_dir / "sparsity_heatmap.png").exists()
+
+
+def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_model_dir):
+    api.run(recipe(tmp_path, tiny_model_dir, "imp", pruning={"method": "imp", "sparsity": 0.5,
+                                                             "imp": {"prune_fraction": 0.25, "every": 0.25}}))
+    evaluated = api.evaluate(str(tmp_path / "imp"), recipe(tmp_path, tiny_model_dir, "eval_imp"))
+    sparsity = evaluated.metrics["sparsity"]
+    assert sparsity["measured_from"] == "weights"
+    assert sparsity["overall"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):
+    dev = generate_synthetic("dev", 30, seed=0)
+    gold = np.array([ex.label for ex in dev])
+    confidence = np.linspace(0.9, 0.1, len(dev))  # first half 'easy'
+    probs = np.full((len(dev), 3), 0.0)
+    probs[np.arange(len(dev)), gold] = confidence
+    for i, g in enumerate(gold):
+        probs[i, [c for c in range(3) if c != g]] = (1 - confidence[i]) / 2
+    write_bias_predictions(tmp_path / "bias" / "synthetic_dev.jsonl", [ex.id for ex in dev], np.log(probs),
+                           labels=["entailment", "neutral", "contradiction"], feature="t", split="dev")
+    metrics = api.run(recipe(tmp_path, tiny_model_dir, "eh", bias_dir=str(tmp_path / "bias"))).metrics
+    block = metrics["id"]["synthetic_dev"]
+    preds = [json.loads(line)["pred"] for line in (tmp_path / "eh" / "predictions" / "synthetic_dev.jsonl").open()]
+    names = ["entailment", "neutral", "contradiction"]
+    correct = np.array([names.index(p) == g for p, g in zip(preds, gold, strict=True)])
+    assert block["easy_hard"]["easy"] == pytest.approx(correct[:15].mean())
+    assert block["easy_hard"]["hard"] == pytest.approx(correct[15:].mean())
