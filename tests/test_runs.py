@@ -94,7 +94,8 @@ def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):
                            labels=["entailment", "neutral", "contradiction"], feature="t", split="dev")
     metrics = api.run(recipe(tmp_path, tiny_model_dir, "eh", bias_dir=str(tmp_path / "bias"))).metrics
     block = metrics["id"]["synthetic_dev"]
-    preds = [json.loads(line)["pred"] for line in (tmp_path / "eh" / "predictions" / "synthetic_dev.jsonl").open()]
+    rows = (tmp_path / "eh" / "predictions" / "synthetic_dev.jsonl").open()
+    preds = [json.loads(line)["pred"] for line in rows]
     names = ["entailment", "neutral", "contradiction"]
     correct = np.array([names.index(p) == g for p, g in zip(preds, gold, strict=True)])
     assert block["easy_hard"]["easy"] == pytest.approx(correct[:15].mean())
