@@ -112,3 +112,23 @@ def test_bad_data_file_names_file_and_line(capsys, tmp_path, tiny_model_dir):
     code, _, err = run_cli(capsys, "finetune", "--model", str(tiny_model_dir), "--task", "nli",
                            "--train", str(unknown), "--output-dir", str(tmp_path / "runs"))
     assert code == 2 and "maybe" in err and f"{unknown}:1" in err
+
+
+def test_demo_on_real_data_dir(capsys, tmp_path, tiny_model_dir, shared_data):
+    code, _, err = run_cli(
+        capsys, "demo", "--data-dir", str(shared_data), "--output-dir", str(tmp_path),
+        "--set", f"model.name={tiny_model_dir}", "--set", "data.train.n=60", "--set", "data.dev.n=30",
+        "--set", "data.challenge.0.n=60", "--set", "training.max_steps=2",
+    )
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "demo_mnli" / "metrics.json").read_text())
+    assert metrics["id"]["mnli_dev_matched"]["n"] == 30
+    hans = metrics["ood"]["hans"]
+    assert hans["n"] == 60
+    assert set(hans["by_heuristic"]) == {"lexical_overlap", "subsequence", "constituent"}
+    assert "by_subcase" in hans
+
+
+def test_demo_data_dir_missing_files(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "demo", "--data-dir", str(tmp_path))
+    assert code == 2 and "mnli/train.jsonl" in err
