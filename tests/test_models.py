@@ -1,0 +1,60 @@
+"""Backbones: the bundled default, clear errors for unreachable models, prunable weights per family."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from conftest import save_tiny_model
+
+from srnet.errors import SrnetError
+from srnet.models import ENCODER_ROLES, default_model_path, find_prunable, load_classifier, load_tokenizer
+
+FAMILIES = ["bert", "roberta", "distilbert", "electra"]
+
+
+def test_default_backbone_is_the_bundled_minilm():
+    path = default_model_path()
+    assert (path / "config.json").is_file() and (path / "model.safetensors").is_file()
+    tokenizer = load_tokenizer("default")
+    assert tokenizer("a test")["input_ids"][0] == tokenizer.cls_token_id
+
+
+@pytest.mark.parametrize("name", ["no-such-org/no-such-model", "/no/such/dir"])
+def test_unreachable_model_is_one_clear_error(name, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SrnetError) as info:
+        load_classifier(name, 3)
+    assert f"cannot load model '{name}'" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prunable_weights_per_family(family, tmp_path):
+    model = load_classifier(str(save_tiny_model(tmp_path / family, family)))
+    found = find_prunable(model)
+    roles = Counter(w.role for w in found)
+    layers = 2
+    assert all(roles[r] == layers for r in ENCODER_ROLES), roles
+    assert roles["classifier"] >= 1
+    assert {w.layer for w in found if w.role in ENCODER_ROLES} == {0, 1}
+    for w in found:
+        assert isinstance(w.module, torch.nn.Linear)
+    embeddings = find_prunable(model, ["embeddings"])
+    assert len(embeddings) == 1 and isinstance(embeddings[0].module, torch.nn.Embedding)
+    # the FFN output is never confused with the attention output
+    attn_out = {w.name for w in found if w.role == "attn_out"}
+    ffn_out = {w.name for w in found if w.role == "ffn_out"}
+    assert attn_out.isdisjoint(ffn_out)
+
+
+def test_role_and_pattern_selection_errors(tiny_model_dir):
+    model = load_classifier(str(tiny_model_dir))
+    only_layer0 = find_prunable(model, ["query", "key"], pattern=r"layer\.0\.")
+    assert [w.name for w in only_layer0] == ["bert.encoder.layer.0.attention.self.query",
+                                             "bert.encoder.layer.0.attention.self.key"]
+    with pytest.raises(SrnetError, match="unknown role"):
+        find_prunable(model, ["heads"])
+    with pytest.raises(SrnetError, match="select no weight"):
+        find_prunable(model, ["query"], pattern="layer\\.7\\.")
