@@ -29,9 +29,10 @@ class Variant:
     """One model + optimizer running the steps of ``kind`` (dense, mask_train or imp)."""
 
     def __init__(
-        self, kind: str, batch: dict, total_steps: int, rerank_every: int, device: torch.device
+        self, kind: str, batch: dict, total_steps: int, rerank_every: int, device: torch.device,
+        model: str = "default",
     ) -> None:
-        self.model = load_classifier("default", 3).to(device)
+        self.model = load_classifier(model, 3).to(device)
         self.model.train()
         self.batch = batch
         self.method: PruningMethod | None = None
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--rerank-every", type=int, default=10, help="mask_train re-rank cadence")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="e.g. cuda (default: cpu)")
+    parser.add_argument("--model", default="default", help="backbone: 'default', a hub id or a path")
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -83,7 +85,7 @@ def main() -> None:
     }
     total = args.warmup + args.steps * args.rounds
     kinds = ["dense", "mask_train", "imp"]
-    variants = {k: Variant(k, batch, total, args.rerank_every, device) for k in kinds}
+    variants = {k: Variant(k, batch, total, args.rerank_every, device, args.model) for k in kinds}
     for k in kinds:
         for _ in range(args.warmup):
             variants[k].step()
