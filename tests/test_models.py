@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 import torch
-from conftest import save_tiny_model
 
+from conftest import save_tiny_model
 from srnet.errors import SrnetError
 from srnet.models import ENCODER_ROLES, default_model_path, find_prunable, load_classifier, load_tokenizer
 

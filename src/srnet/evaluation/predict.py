@@ -57,19 +57,15 @@ def write_predictions(
     logits: np.ndarray,
     preds: np.ndarray,
     space: LabelSpace,
-    model_labels: Sequence[str],
 ) -> None:
-    """Per-example predictions as JSON Lines: id, gold and pred (split labels), probs (model classes)."""
+    """Per-example predictions as JSON Lines: id, gold and pred (in the split's labels) and probs
+    (over the model's classes, in the task's label order)."""
     probs = softmax(logits)
-    rows = (
-        {
-            "id": ex.id,
-            "gold": space.names[ex.label],
-            "pred": space.names[int(p)],
-            "probs": [round(float(x), 6) for x in row],
-            "model_labels": list(model_labels) if i == 0 else None,
-        }
-        for i, (ex, p, row) in enumerate(zip(examples, preds, probs, strict=True))
+    atomic_write_jsonl(
+        path,
+        (
+            {"id": ex.id, "gold": space.names[ex.label], "pred": space.names[int(p)],
+             "probs": [round(float(x), 6) for x in row]}
+            for ex, p, row in zip(examples, preds, probs, strict=True)
+        ),
     )
-    atomic_write_jsonl(path, ({k: v for k, v in r.items() if v is not None} for r in rows))
-

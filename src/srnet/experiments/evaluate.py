@@ -48,7 +48,7 @@ def evaluate_splits(
             if kind == "id" and bias_file is not None and bias_file.is_file():
                 block["easy_hard"] = easy_hard_split(bias_file, examples, preds, len(task.labels))
             out[kind][name] = block
-            write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, space, task.labels)
+            write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, space)
             if spec.challenge == "hans":
                 atomic_write_text(
                     run.predictions / f"{name}_hans_predictions.txt",

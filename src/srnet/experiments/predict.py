@@ -45,5 +45,5 @@ def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None
     )
     space = label_space(task, spec)
     path = Path(output) if output else run.predictions / f"{split}.jsonl"
-    write_predictions(path, examples, logits, predict(logits, task.labels, space), space, task.labels)
+    write_predictions(path, examples, logits, predict(logits, task.labels, space), space)
     return path
