@@ -22,7 +22,7 @@ from srnet.bias import (
     read_bias_header,
 )
 from srnet.bias.features import OVERLAP_COLUMNS, words
-from srnet.bias.model import assign_folds, map_to_split, split_accuracy
+from srnet.bias.model import assign_folds, split_accuracy
 from srnet.bias.word_vectors import EmbeddingWordVectors, FileWordVectors
 from srnet.errors import SrnetError
 from srnet.tasks.base import Example, LabelSpace
@@ -219,17 +219,17 @@ def test_bias_model_learns_cue_words_in_task_label_order(tmp_path):
     np.testing.assert_allclose(loaded, model.train.log_probs, atol=1e-5)
 
 
-def test_map_to_split_sums_mapped_classes_and_drops_omitted():
+def test_collapse_sums_mapped_classes_and_drops_omitted():
     probs = np.array([[0.6, 0.3, 0.1], [0.3, 0.5, 0.2]])
-    np.testing.assert_allclose(map_to_split(probs, NLI, HANS), [[0.6, 0.4], [0.3, 0.7]])
+    np.testing.assert_allclose(HANS.collapse(probs, NLI), [[0.6, 0.4], [0.3, 0.7]])
     fever = LabelSpace(("SUPPORTS", "REFUTES"), {"entailment": "SUPPORTS", "contradiction": "REFUTES"})
-    np.testing.assert_allclose(map_to_split(probs, NLI, fever), [[0.6, 0.1], [0.3, 0.2]])
+    np.testing.assert_allclose(fever.collapse(probs, NLI), [[0.6, 0.1], [0.3, 0.2]])
     examples = [pair(0, "a", "b", 0), pair(1, "a", "b", 0)]
     assert split_accuracy(np.log(probs), examples, NLI, fever) == 1.0
     assert split_accuracy(np.log(probs), examples, NLI) == 0.5
     broken = LabelSpace(("yes", "no"), {"entailment": "maybe"})
     with pytest.raises(SrnetError, match="maps 'entailment' to 'maybe'"):
-        map_to_split(probs, NLI, broken)
+        broken.collapse(probs, NLI)
 
 
 @pytest.mark.parametrize(
@@ -280,6 +280,6 @@ def test_overlap_bias_model_on_mnli_predicts_hans_as_entailment(shared_data):
     model = fit_bias_model(train, NLI, feature="overlap", context=FeatureContext("default"))
     assert model.train.accuracy > 0.4  # above the 1/3 of chance, out of fold
     preds = model.predict_split(hans, "hans", HANS)
-    entailment = map_to_split(np.exp(preds.log_probs), NLI, HANS).argmax(1) == 0
+    entailment = HANS.collapse(np.exp(preds.log_probs), NLI).argmax(1) == 0
     assert entailment.mean() > 0.8  # the lexical-overlap shortcut: HANS pairs overlap fully
     assert 0.4 < preds.accuracy < 0.6  # HANS is half entailment, half not

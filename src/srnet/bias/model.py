@@ -168,23 +168,10 @@ def split_accuracy(
     """Accuracy of argmax predictions, mapped into ``label_space`` when it maps model classes."""
     probs = np.exp(log_probs)
     if label_space is not None and label_space.from_model is not None:
-        probs = map_to_split(probs, model_labels, label_space)
+        probs = label_space.collapse(probs, model_labels)
     if not examples:
         return float("nan")
     return float(np.mean(probs.argmax(axis=1) == np.array([ex.label for ex in examples])))
-
-
-def map_to_split(probs: np.ndarray, model_labels: Sequence[str], space: LabelSpace) -> np.ndarray:
-    """Sum the probabilities of model classes mapped to each split label; unmapped ones drop out."""
-    out = np.zeros((probs.shape[0], len(space.names)))
-    for column, name in enumerate(model_labels):
-        target = (space.from_model or {}).get(name)
-        if target is None:
-            continue
-        if target not in space.names:
-            raise SrnetError(f"label space maps '{name}' to '{target}', not one of {list(space.names)}")
-        out[:, space.index(target)] += probs[:, column]
-    return out
 
 
 def _gold(examples: Sequence[Example], num_classes: int) -> np.ndarray:

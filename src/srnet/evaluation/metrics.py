@@ -30,7 +30,6 @@ __all__ = [
     "DEFAULT_GROUPS",
     "METRICS",
     "accuracy",
-    "collapse_probs",
     "confusion",
     "evaluate_split",
     "f_bias",
@@ -48,30 +47,6 @@ DEFAULT_GROUPS: Mapping[str, tuple[str, ...]] = {
 """Breakdowns :func:`evaluate_split` adds when every example carries the meta keys (HANS)."""
 
 
-def collapse_probs(probs: np.ndarray, model_labels: Sequence[str], space: LabelSpace) -> np.ndarray:
-    """Model-class probabilities [N, C_model] -> split-label probabilities [N, len(space.names)]."""
-    model_labels = list(model_labels)
-    if space.from_model is None:
-        if sorted(model_labels) != sorted(space.names):
-            raise SrnetError(
-                f"model classes {model_labels} differ from the split's labels {list(space.names)}; "
-                "the split's label space needs a from_model map"
-            )
-        mapping = {name: name for name in model_labels}
-    else:
-        mapping = dict(space.from_model)
-    for source, target in mapping.items():
-        if source not in model_labels:
-            raise SrnetError(f"label space maps model class '{source}', not one of {model_labels}")
-        if target not in space.names:
-            raise SrnetError(f"label space maps '{source}' to '{target}', not one of {list(space.names)}")
-    out = np.zeros((probs.shape[0], len(space.names)), dtype=np.float64)
-    for column, name in enumerate(model_labels):
-        if name in mapping:
-            out[:, space.index(mapping[name])] += probs[:, column]
-    return out
-
-
 def predict(logits: Any, model_labels: Sequence[str], space: LabelSpace) -> np.ndarray:
     """Predicted label indices in ``space`` from logits [N, C_model] (numpy or torch)."""
     array = _as_array(logits)
@@ -79,7 +54,7 @@ def predict(logits: Any, model_labels: Sequence[str], space: LabelSpace) -> np.n
         raise SrnetError(
             f"logits of shape {tuple(array.shape)} do not match {len(model_labels)} model classes"
         )
-    return collapse_probs(softmax(array, axis=1), model_labels, space).argmax(axis=1)
+    return space.collapse(softmax(array, axis=1), model_labels).argmax(axis=1)
 
 
 def accuracy(pred: Sequence[int], gold: Sequence[int]) -> float:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -252,11 +251,3 @@ def loss_extras(recipe: Recipe, task: Task, loss, train: list[Example]) -> dict[
             raise SrnetError(f"loss '{cfg.name}' needs loss.difficulty (a difficulty file)")
         extras["difficulty"] = load_difficulty(cfg.difficulty, ids)
     return extras
-
-
-def read_metrics(run_dir: str | Path) -> dict:
-    """The ``metrics.json`` of a finished run."""
-    path = RunDir(Path(run_dir)).metrics
-    if not path.is_file():
-        raise SrnetError(f"{path}: not found (is '{run_dir}' a finished srnet run?)")
-    return json.loads(path.read_text(encoding="utf-8"))
