@@ -50,6 +50,10 @@ def test_interrupted_run_resumes_to_the_same_result(pruning, tmp_path, tiny_mode
         api.run(recipe(tmp_path / "cut", tiny_model_dir, pruning))
 
     monkeypatch.setattr(Trainer, "_evaluate", original)
+    changed = recipe(tmp_path / "cut", tiny_model_dir, pruning)
+    changed["training"]["lr"] = 5e-4
+    with pytest.raises(SrnetError, match="different recipe"):
+        api.run(changed, resume=True)
     resumed = api.run(recipe(tmp_path / "cut", tiny_model_dir, pruning), resume=True)
 
     strip = lambda m: {k: v for k, v in m.items() if k != "time_s"}  # noqa: E731

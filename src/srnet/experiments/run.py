@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from accelerate.utils import set_seed
 
-from srnet.config import Recipe, dump_recipe
+from srnet.config import Recipe, dump_recipe, load_recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.predict import predict_logits
-from srnet.experiments.evaluate import evaluate_splits
+from srnet.experiments.evaluate import evaluate_splits, f_bias_block
 from srnet.experiments.rundir import RunDir, environment
 from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write_json, atomic_write_text
@@ -102,6 +102,8 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     task = get_task(recipe.task)
     data = load_run_data(recipe, task)
     run.prepare(resume=resume, overwrite=overwrite)
+    if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
+        raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
     atomic_write_text(run.config, dump_recipe(recipe))
     atomic_write_json(run.environment, environment())
     set_seed(recipe.seed)
@@ -155,8 +157,6 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     metrics.update(evaluate_splits(final, tokenizer, task, id_sets, data.challenges, recipe, run))
     metrics["sparsity"] = _sparsity_block(masks, recipe, final)
     if recipe.dense_reference:
-        from srnet.experiments.evaluate import f_bias_block
-
         metrics["f_bias"] = f_bias_block(metrics, Path(recipe.dense_reference))
     metadata = _mask_metadata(recipe, source, model, masks) if masks else None
     if masks:
