@@ -206,6 +206,7 @@ def test_difficulty_is_loss_variance_normalised_to_alpha_one(tmp_path):
     assert var_b == pytest.approx(2 / 3 * math.log(2) ** 2)
     np.testing.assert_allclose(normalise(np.array([0.0, var_b / 2, var_b]), 0.2), [0.2, 0.6, 1.0])
     np.testing.assert_allclose(normalise(np.array([3.0, 3.0]), 0.2), [1.0, 1.0])
+    np.testing.assert_allclose(normalise(np.array([1.0, 2.0, 3.0]), 0.2), [0.2, 0.6, 1.0])  # min -> alpha
 
 
 def test_difficulty_rejects_bad_requests(tmp_path):

@@ -100,3 +100,25 @@ def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):
     correct = np.array([names.index(p) == g for p, g in zip(preds, gold, strict=True)])
     assert block["easy_hard"]["easy"] == pytest.approx(correct[:15].mean())
     assert block["easy_hard"]["hard"] == pytest.approx(correct[15:].mean())
+
+
+def test_rmc_pipeline_difficulty_from_runs_at_two_sparsities(tmp_path, tiny_model_dir, capsys):
+    from srnet.cli import main
+
+    paths = []
+    for name, pruning in (("dense", None), ("omp", {"method": "omp", "sparsity": 0.5})):
+        spec = recipe(tmp_path, tiny_model_dir, name, pruning=pruning)
+        api.run(spec)
+        assert main(["predict", str(tmp_path / name), "--split", "train"]) == 0
+        paths.append(str(tmp_path / name))
+    (tmp_path / "r.yaml").write_text(json.dumps(recipe(tmp_path, tiny_model_dir, "rmc")))
+    out = tmp_path / "difficulty.jsonl"
+    assert main(["bias", "difficulty", str(tmp_path / "r.yaml"), "--predictions", *paths,
+                 "--alpha", "0.3", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.open()]
+    values = [r["difficulty"] for r in rows]
+    assert len(rows) == 48 and min(values) == pytest.approx(0.3) and max(values) == pytest.approx(1.0)
+    metrics = api.run(recipe(tmp_path, tiny_model_dir, "rmc_run", loss={
+        "name": "rmc", "teacher": str(tmp_path / "dense"), "difficulty": str(out)})).metrics
+    assert metrics["id"]["synthetic_dev"]["n"] == 30
+    capsys.readouterr()

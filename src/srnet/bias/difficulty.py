@@ -56,7 +56,9 @@ def compute_difficulty(
 
 def normalise(variance: np.ndarray, alpha: float) -> np.ndarray:
     """Min-max map ``variance`` onto ``[alpha, 1]`` (all ones when it is constant)."""
-    low, high = float(variance.min(initial=0.0)), float(variance.max(initial=0.0))
+    if variance.size == 0:
+        return np.ones_like(variance, dtype=np.float64)
+    low, high = float(variance.min()), float(variance.max())
     if high - low <= 0:
         return np.ones_like(variance, dtype=np.float64)
     return alpha + (1 - alpha) * (variance - low) / (high - low)
