@@ -255,3 +255,17 @@ def test_unreachable_hub_is_one_clear_error(monkeypatch):
     assert str(info.value) == (
         "hub:someone/nothing:train: could not load the dataset (ConnectionError: Couldn't reach the Hub)"
     )
+
+
+def test_hub_loader_runs_for_real_on_a_local_dataset_folder(tmp_path, monkeypatch):
+    """``datasets.load_dataset`` itself (no stub), offline, on a folder laid out like a hub repo."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    repo = tmp_path / "my_nli"
+    repo.mkdir()
+    rows = [{"premise": "a cat sat", "hypothesis": "a cat", "label": "entailment"},
+            {"premise": "a dog ran", "hypothesis": "no dog ran", "label": "contradiction"}]
+    (repo / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    split = load_split("nli", DataSpec(hub=HubSpec(name=str(repo), split="train")))
+    assert [(e.text_a, e.text_b, e.label) for e in split.examples] == [
+        ("a cat sat", "a cat", 0), ("a dog ran", "no dog ran", 2)]
