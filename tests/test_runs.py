@@ -122,3 +122,15 @@ def test_rmc_pipeline_difficulty_from_runs_at_two_sparsities(tmp_path, tiny_mode
         "name": "rmc", "teacher": str(tmp_path / "dense"), "difficulty": str(out)})).metrics
     assert metrics["id"]["synthetic_dev"]["n"] == 30
     capsys.readouterr()
+
+
+def test_tensorboard_without_the_package_is_a_clear_error(tmp_path, tiny_model_dir):
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        with pytest.raises(SrnetError, match="tensorboard package"):
+            api.run(recipe(tmp_path, tiny_model_dir, "tb", training={"tensorboard": True}))
+        api.run(recipe(tmp_path, tiny_model_dir, "tb"))  # the failed start does not block a rerun
+    else:
+        result = api.run(recipe(tmp_path, tiny_model_dir, "tb", training={"tensorboard": True}))
+        assert any((result.run_dir / "tensorboard").iterdir())

@@ -53,7 +53,7 @@ class RunDir:
 
     def prepare(self, *, resume: bool, overwrite: bool) -> None:
         """Create the folder; refuse to clobber an earlier run unless asked."""
-        started = self.config.exists() or self.checkpoints.exists()
+        started = self.checkpoints.exists() or self.metrics.exists()  # a run that trained or finished
         if started and not (resume or overwrite):
             raise SrnetError(
                 f"run directory {self.root} already holds a run; pass --resume to continue it "

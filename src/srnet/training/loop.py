@@ -139,6 +139,14 @@ class Trainer:
         self.best_dir = self.work_dir / "checkpoints" / "best"
         self.log_path = self.work_dir / "log.jsonl"
         self._tb = None
+        if cfg.tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError:
+                raise SrnetError(
+                    "training.tensorboard needs the tensorboard package: pip install 'srnet[tensorboard]'"
+                ) from None
+            self._tb = SummaryWriter(str(self.work_dir / "tensorboard"))
 
     # ----------------------------------------------------------------- public API
     @property
@@ -319,14 +327,10 @@ class Trainer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")
-        if self.cfg.tensorboard and "step" in entry:
+        if self._tb is not None and "step" in entry:
             self._tensorboard(entry)
 
     def _tensorboard(self, entry: dict) -> None:
-        if self._tb is None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._tb = SummaryWriter(str(self.work_dir / "tensorboard"))
         for key, value in entry.items():
             if isinstance(value, int | float) and key != "step":
                 self._tb.add_scalar(f"{entry['event']}/{key}", value, entry["step"])
