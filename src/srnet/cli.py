@@ -40,7 +40,11 @@ def _quiet_libraries() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="srnet", description=__doc__.splitlines()[0] if __doc__ else "")
+    parser = argparse.ArgumentParser(
+        prog="srnet",
+        description="Find sparse and robust subnetworks inside pre-trained transformer encoders.",
+        epilog="Recipes, the metrics.json schema and examples: see README.md.",
+    )
     sub = parser.add_subparsers(metavar="COMMAND")
 
     p = sub.add_parser("info", help="versions, device and the default model path")
