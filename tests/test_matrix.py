@@ -19,6 +19,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from srnet import api
 from srnet.bias import write_bias_predictions, write_difficulty
 from srnet.evaluation.predict import predict_logits, softmax
+from srnet.experiments import run as run_module
 from srnet.io import atomic_write_jsonl
 from srnet.sparsity.mask_io import load_masks, save_masks
 from srnet.tasks import generate_synthetic
@@ -88,7 +89,18 @@ def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask)
 
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("method", METHODS)
-def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file):
+def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+                            monkeypatch):
+    dev = generate_synthetic("dev", 24, seed=0)
+    masked_logits = {}
+    check = run_module.check_baked_model
+
+    def capture_masked_model(masked, baked, tokenizer, probe, max_length):
+        """The run's final parametrized (masked) model, seen just before it is exported."""
+        masked_logits["dev"] = predict_logits(masked, tokenizer, dev, max_length=max_length)
+        check(masked, baked, tokenizer, probe, max_length)
+
+    monkeypatch.setattr(run_module, "check_baked_model", capture_masked_model)
     result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, extras_dir, fixed_mask_file))
     run = result.run_dir
 
@@ -116,10 +128,11 @@ def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, 
         weight = exported.get_submodule(name).weight
         assert torch.all(weight[~mask] == 0), name
 
-    # 4. the exported model gives the logits the masked model gave in the run
+    # 4. the exported model, reloaded from disk, gives the masked model's logits (and the run's
+    #    recorded predictions)
     tokenizer = AutoTokenizer.from_pretrained(run / "model")
-    dev = generate_synthetic("dev", 24, seed=0)
     logits = predict_logits(exported.eval(), tokenizer, dev, max_length=48)
+    np.testing.assert_allclose(logits, masked_logits["dev"], atol=1e-5)
     rows = [json.loads(line) for line in (run / "predictions" / "synthetic_dev.jsonl").open()]
     assert [r["id"] for r in rows] == [ex.id for ex in dev]
     np.testing.assert_allclose(softmax(logits), np.array([r["probs"] for r in rows]), atol=2e-6)
