@@ -32,7 +32,7 @@ class Variant:
         self, kind: str, batch: dict, total_steps: int, rerank_every: int, device: torch.device,
         model: str = "default",
     ) -> None:
-        self.model = load_classifier(model, 3).to(device)
+        self.model = load_classifier(model, ("entailment", "neutral", "contradiction")).to(device)
         self.model.train()
         self.batch = batch
         self.method: PruningMethod | None = None

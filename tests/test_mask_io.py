@@ -123,7 +123,7 @@ def test_load_checks_keys_shapes_and_fingerprint(tmp_path):
 def test_fingerprint_ignores_load_settings_but_not_architecture(tiny_model_dir, tmp_path):
     first = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
     copy_dir = shutil.copytree(tiny_model_dir, tmp_path / "elsewhere")
-    moved = load_classifier(str(copy_dir), 2, {0: "yes", 1: "no"})
+    moved = load_classifier(str(copy_dir), ["yes", "no"])
     encoder = [w.name for w in find_prunable(first) if w.role != "classifier"]
     assert model_fingerprint(first, encoder) == model_fingerprint(moved, encoder)
     assert len(model_fingerprint(first, encoder)) == 16

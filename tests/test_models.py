@@ -25,7 +25,7 @@ def test_default_backbone_is_the_bundled_minilm():
 def test_unreachable_model_is_one_clear_error(name, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(SrnetError) as info:
-        load_classifier(name, 3)
+        load_classifier(name, ["a", "b", "c"])
     assert f"cannot load model '{name}'" in str(info.value)
     assert "\n" not in str(info.value)
 
@@ -58,3 +58,30 @@ def test_role_and_pattern_selection_errors(tiny_model_dir):
         find_prunable(model, ["heads"])
     with pytest.raises(SrnetError, match="select no weight"):
         find_prunable(model, ["query"], pattern="layer\\.7\\.")
+
+
+def test_named_head_in_another_label_order_is_reordered(tmp_path):
+    """A hub model trained with labels (contradiction, neutral, entailment) predicts the same
+    classes after loading for a task ordered (entailment, neutral, contradiction)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    path = save_tiny_model(tmp_path / "m")
+    original = AutoModelForSequenceClassification.from_pretrained(path)
+    original.config.id2label = {0: "contradiction", 1: "neutral", 2: "entailment"}
+    original.config.label2id = {v: k for k, v in original.config.id2label.items()}
+    original.save_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    batch = tokenizer(["a cat sat", "two dogs"], ["a cat", "no dogs"], return_tensors="pt", padding=True)
+    before = original.eval()(**batch).logits
+    task_labels = ["entailment", "neutral", "contradiction"]
+    loaded = load_classifier(str(path), task_labels).eval()
+    after = loaded(**batch).logits
+    assert torch.allclose(after, before[:, [2, 1, 0]], atol=1e-6)
+    assert loaded.config.id2label[0] == "entailment"
+    with pytest.raises(SrnetError, match="does not match the task's labels"):
+        load_classifier(str(path), ["negative", "positive", "other"])
+
+
+def test_generic_head_of_another_size_is_replaced(tmp_path):
+    path = save_tiny_model(tmp_path / "m", num_labels=3)
+    assert load_classifier(str(path), ["no", "yes"]).config.num_labels == 2

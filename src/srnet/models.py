@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,8 +88,15 @@ def load_tokenizer(name: str):
         raise SrnetError(_unreachable(name, exc)) from exc
 
 
-def load_classifier(name: str, num_labels: int | None = None, id2label: dict[int, str] | None = None):
-    """Load a sequence classifier; with ``num_labels`` a head of that size (fresh if it differs)."""
+def load_classifier(name: str, labels: Sequence[str] | None = None):
+    """Load a sequence classifier whose classes are ``labels``, in that order.
+
+    A checkpoint without a classification head gets a fresh one.  A head whose classes carry
+    names is matched to ``labels`` by name (case-insensitive) and its rows are reordered, so a
+    hub model trained with another label order (e.g. RoBERTa-MNLI) predicts the right classes;
+    named classes that do not match are an error.  A head with generic names (``LABEL_0``...)
+    is kept if it has ``len(labels)`` classes and replaced by a fresh one otherwise.
+    """
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     path = resolve_model_name(name)
@@ -97,16 +105,52 @@ def load_classifier(name: str, num_labels: int | None = None, id2label: dict[int
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
     kwargs: dict = {}
-    if num_labels is not None:
-        kwargs["num_labels"] = num_labels
-        kwargs["ignore_mismatched_sizes"] = getattr(config, "num_labels", None) != num_labels
-    if id2label is not None:
-        kwargs["id2label"] = dict(id2label)
-        kwargs["label2id"] = {v: k for k, v in id2label.items()}
+    order: list[int] | None = None
+    if labels is not None:
+        labels = list(labels)
+        head = [str(config.id2label[i]) for i in range(config.num_labels)] if _has_head(config) else None
+        if head is None or (_generic(head) and len(head) != len(labels)):
+            kwargs["ignore_mismatched_sizes"] = True
+        elif not _generic(head):
+            order = _head_order(name, head, labels)
+        kwargs |= {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
+                   "label2id": {label: i for i, label in enumerate(labels)}}
     try:
-        return AutoModelForSequenceClassification.from_pretrained(path, **kwargs)
+        model = AutoModelForSequenceClassification.from_pretrained(path, **kwargs)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
+    if order is not None and order != sorted(order):
+        _reorder_head(model, order)
+    return model
+
+
+def _has_head(config) -> bool:
+    return any(a.endswith("ForSequenceClassification") for a in (config.architectures or []))
+
+
+def _generic(names: list[str]) -> bool:
+    return all(re.fullmatch(r"LABEL_\d+", n) for n in names)
+
+
+def _head_order(name: str, head: list[str], labels: list[str]) -> list[int]:
+    """For each of ``labels``, the row of the checkpoint's head that predicts it."""
+    index = {n.lower(): i for i, n in enumerate(head)}
+    if len(head) != len(labels) or set(index) != {label.lower() for label in labels}:
+        raise SrnetError(
+            f"model '{name}' classifies into {head}, which does not match the task's labels {labels}"
+        )
+    return [index[label.lower()] for label in labels]
+
+
+def _reorder_head(model: nn.Module, order: list[int]) -> None:
+    """Permute the rows of the head's output layer so class i is ``order[i]`` of the checkpoint."""
+    heads = [w.module for w in find_prunable(model, ("classifier",))
+             if isinstance(w.module, nn.Linear) and w.module.out_features == len(order)]
+    out = heads[-1]
+    with torch.no_grad():
+        out.weight.copy_(out.weight[order].clone())
+        if out.bias is not None:
+            out.bias.copy_(out.bias[order].clone())
 
 
 def _unreachable(name: str, exc: Exception) -> str:

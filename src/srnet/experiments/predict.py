@@ -37,7 +37,7 @@ def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None
     spec = find_split(recipe, split)
     examples = load_examples(task, spec, base_dir=data_base_dir(recipe))
     tokenizer = load_tokenizer(str(run.model))
-    model = load_classifier(str(run.model), len(task.labels), dict(enumerate(task.labels)))
+    model = load_classifier(str(run.model), task.labels)
     model.to(default_device()).eval()
     logits = predict_logits(
         model, tokenizer, examples, max_length=recipe.model.max_length,

@@ -111,7 +111,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
 
     source = str(RunDir(Path(recipe.model.init_from)).model) if recipe.model.init_from else recipe.model.name
     tokenizer = load_tokenizer(source)
-    model = load_classifier(source, len(task.labels), dict(enumerate(task.labels)))
+    model = load_classifier(source, task.labels)
     method = build_method(recipe.pruning, recipe.seed) if recipe.pruning else None
 
     masks = None
