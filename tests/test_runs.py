@@ -19,6 +19,14 @@ def synthetic(split: str, n: int) -> dict:
         {"challenge": "hans"} if split == "challenge" else {})
 
 
+def merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        nested = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merge(out[key], value) if nested else value
+    return out
+
+
 def recipe(root, model, name, **extra) -> dict:
     base = {
         "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(root),
@@ -27,7 +35,7 @@ def recipe(root, model, name, **extra) -> dict:
                  "challenge": [synthetic("challenge", 24)]},
         "training": {"max_steps": 6, "batch_size": 8, "eval_every": 3, "lr": 1e-3},
     }
-    return api.merge(base, extra)
+    return merge(base, extra)
 
 
 def test_f_bias_against_dense_reference(tmp_path, tiny_model_dir):
@@ -134,3 +142,45 @@ def test_tensorboard_without_the_package_is_a_clear_error(tmp_path, tiny_model_d
     else:
         result = api.run(recipe(tmp_path, tiny_model_dir, "tb", training={"tensorboard": True}))
         assert any((result.run_dir / "tensorboard").iterdir())
+
+
+def test_guards_before_any_work(tmp_path, tiny_model_dir):
+    with pytest.raises(SrnetError, match="dense_reference"):
+        api.run(recipe(tmp_path, tiny_model_dir, "x", dense_reference=str(tmp_path / "missing")))
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(SrnetError, match="nothing to do"):
+        api.run({"name": "empty", "output_dir": str(tmp_path), "model": {"name": str(tiny_model_dir)}})
+    done = api.run(recipe(tmp_path, tiny_model_dir, "done"))
+    with pytest.raises(SrnetError, match="already complete"):
+        api.run(recipe(tmp_path, tiny_model_dir, "done"), resume=True)
+    with pytest.raises(SrnetError, match="the run it starts from"):
+        again = merge(recipe(tmp_path, tiny_model_dir, "done"), {"model": {"init_from": str(done.run_dir)}})
+        api.run(again, overwrite=True)
+    assert (done.run_dir / "metrics.json").exists()
+
+
+def test_classifier_only_mask_runs_without_a_heatmap(tmp_path, tiny_model_dir):
+    result = api.run(recipe(tmp_path, tiny_model_dir, "head", pruning={
+        "method": "omp", "sparsity": 0.5, "roles": ["classifier"]}))
+    assert result.metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.02)
+    assert not (result.run_dir / "sparsity_heatmap.png").exists()
+
+
+def test_cli_evaluate_with_a_recipe_never_targets_the_evaluated_run(tmp_path, tiny_model_dir, capsys):
+    from srnet.cli import main
+
+    api.run(recipe(tmp_path, tiny_model_dir, "ft"))
+    (tmp_path / "r.yaml").write_text(json.dumps(recipe(tmp_path, tiny_model_dir, "ft")))
+    assert main(["evaluate", str(tmp_path / "ft"), "--recipe", str(tmp_path / "r.yaml")]) == 0
+    assert (tmp_path / "eval_ft" / "metrics.json").exists()
+    assert (tmp_path / "ft" / "model" / "model.safetensors").exists()
+    capsys.readouterr()
+
+
+def test_dev_flag_replaces_the_recipe_split(tmp_path):
+    from srnet.api import with_flags
+
+    base = {"task": "paraphrase", "data": {"dev": {"path": "a.jsonl", "n": 10, "name": "old"}}}
+    out = with_flags(base, dev="b.tsv", challenge=["paws.tsv"])
+    assert out["data"]["dev"] == {"path": "b.tsv"}
+    assert out["data"]["challenge"] == [{"path": "paws.tsv", "challenge": "paws"}]

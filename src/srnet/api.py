@@ -39,7 +39,8 @@ def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | 
     return load_recipe(recipe, overrides)
 
 
-def data_overrides(
+def with_flags(
+    base: dict[str, Any],
     *,
     task: str | None = None,
     model: str | None = None,
@@ -49,39 +50,28 @@ def data_overrides(
     name: str | None = None,
     output_dir: str | None = None,
 ) -> dict[str, Any]:
-    """A partial recipe from the common command-line flags (paths use the task's default format)."""
+    """``base`` (a recipe dict) with the common command-line flags applied.
+
+    A data flag replaces that split's whole spec (a file path in the task's default format);
+    ``challenge`` files use the task's first challenge label space.
+    """
     from srnet.tasks import get_task
 
-    data: dict[str, Any] = {}
-    if task:
-        data["task"] = task
-    if model:
-        data["model"] = {"name": model}
-    if name:
-        data["name"] = name
-    if output_dir:
-        data["output_dir"] = output_dir
-    section: dict[str, Any] = {}
-    if train:
-        section["train"] = {"path": train}
-    if dev:
-        section["dev"] = {"path": dev}
-    if challenge:
-        default = next(iter(get_task(task or "nli").challenge_sets), None)
-        section["challenge"] = [{"path": p, "challenge": default} for p in challenge]
-    if section:
-        data["data"] = section
-    return data
-
-
-def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    """Recursively merge ``extra`` into a copy of ``base``."""
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
+    out = {**base}
+    for key, value in (("task", task), ("name", name), ("output_dir", output_dir)):
+        if value:
             out[key] = value
+    if model:
+        out["model"] = {**out.get("model", {}), "name": model, "init_from": None}
+    data = dict(out.get("data") or {})
+    if train:
+        data["train"] = {"path": train}
+    if dev:
+        data["dev"] = {"path": dev}
+    if challenge:
+        default = next(iter(get_task(out.get("task", "nli")).challenge_sets), None)
+        data["challenge"] = [{"path": p, "challenge": default} for p in challenge]
+    out["data"] = data
     return out
 
 

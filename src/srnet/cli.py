@@ -142,15 +142,14 @@ def _data_flags(p: argparse.ArgumentParser, train: bool = True) -> None:
 
 
 def _flag_recipe(args) -> dict:
-    from srnet.api import as_recipe, data_overrides, merge
+    from srnet.api import as_recipe, with_flags
 
-    base = as_recipe(getattr(args, "recipe", None)).model_dump(mode="json") if getattr(
-        args, "recipe", None) else {}
-    flags = data_overrides(
-        task=args.task, model=getattr(args, "model", None), train=getattr(args, "train", None),
+    recipe = getattr(args, "recipe", None)
+    base = as_recipe(recipe).model_dump(mode="json") if recipe else {}
+    return with_flags(
+        base, task=args.task, model=getattr(args, "model", None), train=getattr(args, "train", None),
         dev=args.dev, challenge=args.challenge, name=args.name, output_dir=args.output_dir,
     )
-    return merge(base, flags)
 
 
 def cmd_info(args) -> int:
@@ -186,7 +185,8 @@ def cmd_evaluate(args) -> int:
     from srnet import api
 
     recipe = _flag_recipe(args)
-    recipe.setdefault("name", f"eval_{Path(args.model).name}")
+    if not args.name:
+        recipe["name"] = f"eval_{Path(args.model).name}"
     result = api.evaluate(args.model, recipe, args.overrides, overwrite=args.overwrite)
     _print_summary(result)
     return 0

@@ -189,6 +189,8 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> 
             raise SrnetError(f"{path}: recipe file not found")
         try:
             loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise SrnetError(f"{path}: not a UTF-8 text file") from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = f":{mark.line + 1}" if mark is not None else ""

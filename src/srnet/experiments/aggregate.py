@@ -22,8 +22,12 @@ def run_row(run_dir: str | Path) -> dict[str, Any]:
     run = RunDir(Path(run_dir))
     if not run.metrics.is_file():
         raise SrnetError(f"{run.metrics}: not found (is '{run_dir}' a finished srnet run?)")
-    metrics = json.loads(run.metrics.read_text(encoding="utf-8"))
-    recipe = yaml.safe_load(run.config.read_text(encoding="utf-8")) if run.config.is_file() else {}
+    try:
+        metrics = json.loads(run.metrics.read_text(encoding="utf-8"))
+        recipe = yaml.safe_load(run.config.read_text(encoding="utf-8")) if run.config.is_file() else {}
+    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        what = type(exc).__name__
+        raise SrnetError(f"{run.root}: unreadable metrics.json or config.yaml ({what})") from None
     pruning = recipe.get("pruning") or {}
     row: dict[str, Any] = {
         "run": metrics.get("run", Path(run_dir).name),

@@ -46,7 +46,7 @@ def evaluate_splits(
             preds = predict(logits, task.labels, space)
             bias_file = Path(recipe.bias_dir) / f"{name}.jsonl" if recipe.bias_dir else None
             if kind == "id" and bias_file is not None and bias_file.is_file():
-                block["easy_hard"] = easy_hard_split(bias_file, examples, preds, len(task.labels))
+                block["easy_hard"] = easy_hard_split(bias_file, examples, preds, task.labels)
             out[kind][name] = block
             write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, space)
             if spec.challenge == "hans":
@@ -57,13 +57,13 @@ def evaluate_splits(
     return out
 
 
-def easy_hard_split(bias_file: Path, examples: list[Example], preds, num_classes: int) -> dict:
+def easy_hard_split(bias_file: Path, examples: list[Example], preds, labels: tuple[str, ...]) -> dict:
     """Accuracy on the easy and hard halves of a split, by the bias model's confidence in the gold label.
 
     Easy = the half where the bias model gives the gold label the highest probability.
     """
     ids = [ex.id for ex in examples]
-    log_probs = load_bias_log_probs(bias_file, ids, num_classes)
+    log_probs = load_bias_log_probs(bias_file, ids, len(labels), labels=labels)
     gold = np.array([ex.label for ex in examples])
     confidence = log_probs[np.arange(len(gold)), gold]
     order = np.argsort(-confidence, kind="stable")

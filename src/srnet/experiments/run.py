@@ -23,7 +23,14 @@ from srnet.experiments.rundir import RunDir, environment
 from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.losses import build_loss
-from srnet.models import DEFAULT_ROLES, default_device, find_prunable, load_classifier, load_tokenizer
+from srnet.models import (
+    DEFAULT_ROLES,
+    classify_weight,
+    default_device,
+    find_prunable,
+    load_classifier,
+    load_tokenizer,
+)
 from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
 from srnet.report import plot_sparsity_heatmap
@@ -100,6 +107,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     """Execute ``recipe`` and write its run directory; returns the directory and metrics."""
     run = RunDir(Path(recipe.output_dir) / recipe.name)
     task = get_task(recipe.task)
+    check_runnable(recipe, run, resume=resume)
     data = load_run_data(recipe, task)
     run.prepare(resume=resume, overwrite=overwrite)
     if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
@@ -161,12 +169,26 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     metadata = _mask_metadata(recipe, source, model, masks) if masks else None
     if masks:
         save_masks(run.masks, masks, metadata)
-        plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
+        if any(layer is not None for _, layer in map(classify_weight, masks)):
+            plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(model, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True)
     metrics["time_s"] = round(time.perf_counter() - started, 1)
     atomic_write_json(run.metrics, metrics)
     shutil.rmtree(run.checkpoints, ignore_errors=True)
     return RunResult(run.root, metrics)
+
+
+def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool) -> None:
+    """Refuse, before any work, what would waste or destroy a run."""
+    data = recipe.data
+    if not (data.train or data.dev or data.eval or data.challenge):
+        raise SrnetError("nothing to do: the recipe names no data.train, dev, eval or challenge split")
+    if recipe.model.init_from and Path(recipe.model.init_from).resolve() == run.root.resolve():
+        raise SrnetError(f"run '{recipe.name}' would overwrite {run.root}, the run it starts from")
+    if recipe.dense_reference and not RunDir(Path(recipe.dense_reference)).metrics.is_file():
+        raise SrnetError(f"dense_reference: {RunDir(Path(recipe.dense_reference)).metrics} not found")
+    if resume and run.metrics.is_file():
+        raise SrnetError(f"{run.root} is already complete (metrics.json exists); nothing to resume")
 
 
 def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length: int) -> None:
