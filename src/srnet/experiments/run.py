@@ -143,7 +143,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     else:
         model.to(default_device())
     if data.train is None and method is not None:
-        if not isinstance(method, OneShotMethod) or recipe.pruning.method == "imp":
+        if not isinstance(method, OneShotMethod):
             raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
         method.prepare(model, 1)
         method.freeze()
