@@ -22,6 +22,7 @@ from srnet.pruning import (
     get_method,
 )
 from srnet.sparsity import original_weight
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
 
 VOCAB = 50
 STEPS = 6
@@ -309,9 +310,12 @@ def test_l0_can_train_weights():
 def test_fixed_mask_file_round_trip(tmp_path):
     masks = omp_masks(0.4)
     path = tmp_path / "masks.safetensors"
-    save_file({k: v.to(torch.uint8) for k, v in masks.items()}, str(path))
+    model = tiny_model()
+    fingerprint = model_fingerprint(model, masks)
+    meta = MaskMetadata(method="omp", base_model="tiny", base_model_fingerprint=fingerprint)
+    save_masks(path, masks, meta)
     method = build_method(PruningConfig(method="fixed", mask_file=str(path)))
-    method.prepare(tiny_model(), STEPS)
+    method.prepare(model, STEPS)
     loaded = method.masks()
     assert all(torch.equal(loaded[k], masks[k]) for k in masks)
     assert method.current_sparsity(0) == pytest.approx(method.sparsity_report()["overall"])
@@ -330,12 +334,16 @@ def test_fixed_mask_mismatches(tmp_path):
     with pytest.raises(SrnetError, match=r"needs pruning\.mask_file"):
         build_method(PruningConfig(method="fixed"))
     missing = tmp_path / "nope.safetensors"
-    with pytest.raises(SrnetError, match=r"nope\.safetensors' does not exist"):
-        build_method(PruningConfig(method="fixed", mask_file=str(missing)))
+    with pytest.raises(SrnetError, match=r"nope\.safetensors"):
+        build_method(PruningConfig(method="fixed", mask_file=str(missing))).prepare(tiny_model(), STEPS)
+    unmarked = tmp_path / "plain.safetensors"
+    save_file({k: v.to(torch.uint8) for k, v in masks.items()}, str(unmarked))
+    with pytest.raises(SrnetError, match="not an srnet mask file"):
+        build_method(PruningConfig(method="fixed", mask_file=str(unmarked))).prepare(tiny_model(), STEPS)
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"not a safetensors file")
-    with pytest.raises(SrnetError, match="cannot read mask file"):
-        build_method(PruningConfig(method="fixed", mask_file=str(garbage)))
+    with pytest.raises(SrnetError, match="not a readable safetensors file"):
+        build_method(PruningConfig(method="fixed", mask_file=str(garbage))).prepare(tiny_model(), STEPS)
 
 
 @pytest.mark.parametrize("bad", [1.0, -0.1])

@@ -14,7 +14,7 @@ from srnet.pruning.base import (
     register_method,
 )
 from srnet.pruning.config import ImpConfig, L0Config, PruningConfig, ScheduleConfig
-from srnet.pruning.fixed import FixedMaskMethod, load_mask_file
+from srnet.pruning.fixed import FixedMaskMethod
 from srnet.pruning.imp import IterativeMagnitude
 from srnet.pruning.l0 import L0Gates
 from srnet.pruning.magnitude import OneShotMagnitude
@@ -38,6 +38,5 @@ __all__ = [
     "available_methods",
     "build_method",
     "get_method",
-    "load_mask_file",
     "register_method",
 ]

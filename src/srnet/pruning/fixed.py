@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -12,19 +11,7 @@ from srnet.errors import SrnetError
 from srnet.models import ALL_ROLES, PrunableWeight, find_prunable
 from srnet.pruning.base import OneShotMethod, register_method
 from srnet.pruning.config import PruningConfig
-
-
-def load_mask_file(path: str | Path) -> dict[str, Tensor]:
-    """Read a safetensors mask file keyed by module name."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    if not Path(path).is_file():
-        raise SrnetError(f"mask file '{path}' does not exist")
-    try:
-        return load_file(str(path))
-    except (SafetensorError, OSError) as exc:
-        raise SrnetError(f"cannot read mask file '{path}': {str(exc).splitlines()[0]}") from exc
+from srnet.sparsity.mask_io import load_masks
 
 
 @register_method("fixed")
@@ -39,9 +26,12 @@ class FixedMaskMethod(OneShotMethod):
     def from_config(cls, cfg: PruningConfig, seed: int = 0) -> FixedMaskMethod:
         if not cfg.mask_file:
             raise SrnetError("pruning method 'fixed' needs pruning.mask_file")
-        return cls(cfg, seed, masks=load_mask_file(cfg.mask_file))
+        return cls(cfg, seed)
 
     def select(self, model: nn.Module) -> list[PrunableWeight]:
+        if not self.given and self.cfg.mask_file:
+            # keys, shapes and the base-model fingerprint are checked against this model
+            self.given, _ = load_masks(self.cfg.mask_file, model)
         if not self.given:
             raise SrnetError("pruning method 'fixed' was given no mask")
         prunable = {t.name: t for t in find_prunable(model, ALL_ROLES)}
