@@ -123,8 +123,7 @@ def export_masked(model: str, masks: str | Path, out: str | Path, *, overwrite: 
     from srnet.sparsity.mask_io import load_masks
 
     source = str(RunDir(Path(model)).model) if RunDir(Path(model)).model.is_dir() else model
-    mask_file = Path(masks) / "masks.safetensors" if Path(masks).is_dir() else Path(masks)
     tokenizer = load_tokenizer(source)
     net = load_classifier(source)
-    loaded, meta = load_masks(mask_file, net)
+    loaded, meta = load_masks(masks, net)
     return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite)

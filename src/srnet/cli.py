@@ -263,7 +263,7 @@ def cmd_masks_show(args) -> int:
     from srnet.report import format_table, plot_sparsity_heatmap
     from srnet.sparsity.mask_io import load_masks
 
-    masks, meta = load_masks(_mask_path(args.masks))
+    masks, meta = load_masks(args.masks)
     table = sparsity_table(masks)
     print(f"method={meta.method} base_model={meta.base_model} overall sparsity={table.overall:.4f}")
     print(format_table(table.rows(), list(table.rows()[0])))
@@ -278,16 +278,11 @@ def cmd_masks_compare(args) -> int:
     from srnet.report import format_table
     from srnet.sparsity.mask_io import load_masks
 
-    a, _ = load_masks(_mask_path(args.a))
-    b, _ = load_masks(_mask_path(args.b))
+    a, _ = load_masks(args.a)
+    b, _ = load_masks(args.b)
     comparison = compare_masks(a, b, labels=(args.a, args.b))
     print(format_table(comparison.rows(), ["name", "jaccard", "distance"]))
     return 0
-
-
-def _mask_path(path: str) -> Path:
-    p = Path(path)
-    return p / "masks.safetensors" if p.is_dir() else p
 
 
 def _print_summary(result) -> None:
