@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from scipy.special import softmax as scipy_softmax
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
@@ -45,10 +46,7 @@ def predict_logits(
 
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise softmax in float64."""
-    z = logits.astype(np.float64)
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    return scipy_softmax(logits.astype(np.float64), axis=1)
 
 
 def write_predictions(

@@ -13,13 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
-import torch
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
 from srnet.models import PrunableWeight, find_prunable
 from srnet.pruning.config import PruningConfig
 from srnet.sparsity import FixedMask, Schedule, attach, original_weight
+from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
 
 M = TypeVar("M", bound="type[PruningMethod]")
 _REGISTRY: dict[str, type[PruningMethod]] = {}
@@ -137,13 +137,11 @@ class PruningMethod(ABC):
 
     def sparsity_report(self) -> dict[str, Any]:
         """Overall and per-matrix sparsity of the applied masks, and the current target."""
-        masks = self.masks()
-        zeros = {n: m.numel() - int(torch.count_nonzero(m)) for n, m in masks.items()}
-        total = sum(m.numel() for m in masks.values())
+        counts = zero_counts(self.masks())
         return {
-            "overall": sum(zeros.values()) / total if total else 0.0,
+            "overall": pooled_sparsity(counts.values()),
             "target": self.current_sparsity(self.step),
-            "per_matrix": {n: zeros[n] / masks[n].numel() for n in masks},
+            "per_matrix": {n: z / total for n, (z, total) in counts.items()},
         }
 
     def state_dict(self) -> dict[str, Any]:
