@@ -3,6 +3,8 @@ uninterrupted run ends."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -64,3 +66,15 @@ def test_interrupted_run_resumes_to_the_same_result(pruning, tmp_path, tiny_mode
     assert all(torch.equal(a[k], b[k]) for k in a)
     log = (resumed.run_dir / "log.jsonl").read_text()
     assert '"event": "resume", "step": 4' in log
+
+
+def test_gradient_accumulation_windows_end_with_each_epoch(tmp_path, tiny_model_dir):
+    """64 examples, batch 8, accumulation 3: 8 micro-batches per epoch -> 3 optimizer steps per
+    epoch (3 + 3 + 2 micro-batches), so 2 epochs are exactly 6 steps."""
+    spec = recipe(tmp_path, tiny_model_dir)
+    spec["training"] = {"epochs": 2, "batch_size": 8, "grad_accum": 3, "lr": 1e-3, "log_every": 1,
+                        "eval_every": 100}
+    result = api.run(spec)
+    log = [json.loads(line) for line in (result.run_dir / "log.jsonl").open()]
+    steps = [(e["step"], e["epoch"]) for e in log if e["event"] == "train"]
+    assert steps == [(1, 0), (2, 0), (3, 0), (4, 1), (5, 1), (6, 1)]

@@ -131,8 +131,9 @@ class Trainer:
         self.scheduler = get_linear_schedule_with_warmup(
             self.optimizer, int(cfg.warmup_ratio * self.steps), self.steps
         )
-        self.model, self.optimizer, self.scheduler = self.accelerator.prepare(
-            self.model, self.optimizer, self.scheduler
+        # the loader goes through Accelerate too, so accumulation windows end with each epoch
+        self.model, self.optimizer, self.scheduler, self.loader = self.accelerator.prepare(
+            self.model, self.optimizer, self.scheduler, self.loader
         )
         self.state = TrainState()
         self.last_dir = self.work_dir / "checkpoints" / "last"
@@ -314,6 +315,7 @@ class Trainer:
         entry = {
             "step": self.state.step,
             "event": "train",
+            "epoch": self.state.epoch,
             "loss": sum(losses) / max(1, len(losses)),
             "lr": self.scheduler.get_last_lr()[0],
             "s_per_step": (time.perf_counter() - started) / max(1, len(losses)),
