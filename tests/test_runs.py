@@ -184,3 +184,15 @@ def test_dev_flag_replaces_the_recipe_split(tmp_path):
     out = with_flags(base, dev="b.tsv", challenge=["paws.tsv"])
     assert out["data"]["dev"] == {"path": "b.tsv"}
     assert out["data"]["challenge"] == [{"path": "paws.tsv", "challenge": "paws"}]
+
+
+def test_rows_without_gold_label_are_counted_in_metrics(tmp_path, tiny_model_dir):
+    rows = [("a cat sat", "a cat", "entailment"), ("a dog ran", "no dog ran", "contradiction"),
+            ("a man read", "a man read a novel", "neutral"), ("x", "y", "-")] * 3
+    dev = tmp_path / "dev.jsonl"
+    lines = (json.dumps({"premise": p, "hypothesis": h, "label": y}) + "\n" for p, h, y in rows)
+    dev.write_text("".join(lines))
+    spec = {"name": "gold", "task": "nli", "output_dir": str(tmp_path),
+            "model": {"name": str(tiny_model_dir)}, "data": {"dev": {"path": str(dev)}}}
+    block = next(iter(api.run(spec).metrics["id"].values()))
+    assert block["n"] == 9 and block["skipped_no_gold_label"] == 3

@@ -35,7 +35,7 @@ from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
 from srnet.report import plot_sparsity_heatmap
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
-from srnet.tasks import Task, get_task, load_examples
+from srnet.tasks import Task, get_task, load_examples, load_split
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.training.data import EncodedDataset
@@ -61,6 +61,8 @@ class RunData:
     dev: tuple[DataSpec, list[Example]] | None
     evals: list[tuple[DataSpec, list[Example]]]
     challenges: list[tuple[DataSpec, list[Example]]]
+    skipped: dict[str, int] = field(default_factory=dict)
+    """Evaluation split name -> rows dropped for having no gold label ('-')."""
 
 
 def data_base_dir(recipe: Recipe) -> Path | None:
@@ -76,10 +78,18 @@ def load_run_data(recipe: Recipe, task: Task) -> RunData:
     train = load_examples(task, data.train, base_dir=base) if data.train else None
     if train is not None and data.ood_train is not None:
         train = train + ood_training_examples(task, data.ood_train, base, data.ood_label_map)
-    dev = (data.dev, load_examples(task, data.dev, base_dir=base)) if data.dev else None
-    evals = [(s, load_examples(task, s, base_dir=base)) for s in data.eval]
-    challenges = [(s, load_examples(task, s, base_dir=base)) for s in data.challenge]
-    return RunData(train, dev, evals, challenges)
+    skipped: dict[str, int] = {}
+
+    def evaluation_split(spec: DataSpec) -> tuple[DataSpec, list[Example]]:
+        loaded = load_split(task, spec, base_dir=base)
+        if loaded.skipped:
+            skipped[loaded.name] = loaded.skipped
+        return spec, loaded.examples
+
+    dev = evaluation_split(data.dev) if data.dev else None
+    evals = [evaluation_split(s) for s in data.eval]
+    challenges = [evaluation_split(s) for s in data.challenge]
+    return RunData(train, dev, evals, challenges, skipped)
 
 
 def ood_training_examples(
@@ -163,6 +173,10 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     }
     id_sets = ([data.dev] if data.dev else []) + data.evals
     metrics.update(evaluate_splits(final, tokenizer, task, id_sets, data.challenges, recipe, run))
+    for kind in ("id", "ood"):
+        for name, block in metrics[kind].items():
+            if data.skipped.get(name):
+                block["skipped_no_gold_label"] = data.skipped[name]
     metrics["sparsity"] = _sparsity_block(masks, recipe, final)
     if recipe.dense_reference:
         metrics["f_bias"] = f_bias_block(metrics, Path(recipe.dense_reference))
