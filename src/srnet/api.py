@@ -122,7 +122,8 @@ def export_masked(model: str, masks: str | Path, out: str | Path, *, overwrite: 
     from srnet.models import load_classifier, load_tokenizer
     from srnet.sparsity.mask_io import load_masks
 
-    source = str(RunDir(Path(model)).model) if RunDir(Path(model)).model.is_dir() else model
+    run_model = RunDir(Path(model)).model
+    source = str(run_model) if run_model.is_dir() else model
     tokenizer = load_tokenizer(source)
     net = load_classifier(source)
     loaded, meta = load_masks(masks, net)

@@ -8,7 +8,7 @@ from srnet.bias import compute_difficulty, write_difficulty
 from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.metrics import evaluate_split
-from srnet.experiments.run import load_run_data
+from srnet.experiments.run import load_run_data, load_training_examples
 from srnet.io import atomic_write_json
 from srnet.tasks import get_task, label_space, split_name
 
@@ -46,11 +46,10 @@ def write_training_difficulty(
     recipe: Recipe, predictions: list[str], alpha: float, out: str | Path
 ) -> Path:
     """RMC difficulty of each training example from several models' training-split predictions."""
-    task = get_task(recipe.task)
-    data = load_run_data(recipe, task)
-    if data.train is None:
+    train = load_training_examples(recipe, get_task(recipe.task))
+    if train is None:
         raise SrnetError("srnet bias difficulty needs data.train in the recipe")
     files = [Path(p) / "predictions" / "train.jsonl" if Path(p).is_dir() else Path(p) for p in predictions]
-    ids = [ex.id for ex in data.train]
-    difficulty = compute_difficulty(files, ids, [ex.label for ex in data.train], alpha)
+    ids = [ex.id for ex in train]
+    difficulty = compute_difficulty(files, ids, [ex.label for ex in train], alpha)
     return write_difficulty(out, ids, difficulty)

@@ -75,9 +75,7 @@ def load_run_data(recipe: Recipe, task: Task) -> RunData:
     """Read every split a recipe names."""
     base = data_base_dir(recipe)
     data = recipe.data
-    train = load_examples(task, data.train, base_dir=base) if data.train else None
-    if train is not None and data.ood_train is not None:
-        train = train + ood_training_examples(task, data.ood_train, base, data.ood_label_map)
+    train = load_training_examples(recipe, task)
     skipped: dict[str, int] = {}
 
     def evaluation_split(spec: DataSpec) -> tuple[DataSpec, list[Example]]:
@@ -90,6 +88,18 @@ def load_run_data(recipe: Recipe, task: Task) -> RunData:
     evals = [evaluation_split(s) for s in data.eval]
     challenges = [evaluation_split(s) for s in data.challenge]
     return RunData(train, dev, evals, challenges, skipped)
+
+
+def load_training_examples(recipe: Recipe, task: Task) -> list[Example] | None:
+    """The training split, with any OOD examples mixed in (None when the recipe has none)."""
+    data = recipe.data
+    if data.train is None:
+        return None
+    base = data_base_dir(recipe)
+    train = load_examples(task, data.train, base_dir=base)
+    if data.ood_train is not None:
+        train = train + ood_training_examples(task, data.ood_train, base, data.ood_label_map)
+    return train
 
 
 def ood_training_examples(
@@ -199,8 +209,9 @@ def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool) -> None:
         raise SrnetError("nothing to do: the recipe names no data.train, dev, eval or challenge split")
     if recipe.model.init_from and Path(recipe.model.init_from).resolve() == run.root.resolve():
         raise SrnetError(f"run '{recipe.name}' would overwrite {run.root}, the run it starts from")
-    if recipe.dense_reference and not RunDir(Path(recipe.dense_reference)).metrics.is_file():
-        raise SrnetError(f"dense_reference: {RunDir(Path(recipe.dense_reference)).metrics} not found")
+    dense_metrics = RunDir(Path(recipe.dense_reference)).metrics if recipe.dense_reference else None
+    if dense_metrics is not None and not dense_metrics.is_file():
+        raise SrnetError(f"dense_reference: {dense_metrics} not found")
     if resume and run.metrics.is_file():
         raise SrnetError(f"{run.root} is already complete (metrics.json exists); nothing to resume")
 
