@@ -1,0 +1,25 @@
+# Two commands from a fresh clone: `make demo` and `make test`.
+# Both create .venv when it is missing (pinned CPU torch from pyproject.toml) and install srnet
+# once; re-running them does not reinstall (the stamp is refreshed only when pyproject.toml changes).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.srnet-installed
+OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+
+.PHONY: setup demo test lint
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(OFFLINE) $(VENV)/bin/srnet demo $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+test: lint
+	$(OFFLINE) $(PY) -m pytest -q $(ARGS)
