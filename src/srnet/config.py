@@ -114,10 +114,33 @@ class Recipe(_Strict):
         None, description="run directory of the dense model, for the F_bias relative-robustness metric"
     )
 
+    def semantic_dict(self) -> dict[str, Any]:
+        """The resolved recipe without the keys that cannot change a result (:data:`NON_SEMANTIC`)."""
+        data = self.model_dump(mode="json")
+        for dotted in NON_SEMANTIC:
+            *parents, leaf = dotted.split(".")
+            node = data
+            for part in parents:
+                node = node.get(part) or {}
+            node.pop(leaf, None)
+        return data
+
     def fingerprint(self) -> str:
-        """A short hash of the resolved recipe (recorded in mask files)."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        """A short hash of the *semantic* recipe: runs with equal fingerprints compute the same thing
+        (recorded in mask files; keys stage folders and checks ``--resume``)."""
+        blob = json.dumps(self.semantic_dict(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
+
+
+NON_SEMANTIC: tuple[str, ...] = (
+    "name",
+    "output_dir",
+    "training.log_every",
+    "training.tensorboard",
+    "training.eval_batch_size",
+    "training.checkpoint_every",
+)
+"""Recipe keys that name, place or log a run but do not change what it computes."""
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "--set") -> dict[str, Any]:
