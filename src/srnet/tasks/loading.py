@@ -133,7 +133,7 @@ def _examples(
     columns = {**task.columns, **scheme.columns, **FORMAT_COLUMNS.get(spec.resolved_format, {})}
     columns.update({key: (column,) for key, column in spec.columns.items()})
     required = {"text_a", "label", *spec.columns} | ({"text_b"} if "text_b" in columns else set())
-    lookup = _label_lookup(scheme, spec)
+    lookup = _label_lookup(scheme, spec, raw.source)
     expected = list(dict.fromkeys([*spec.label_map, *scheme.space.names, *scheme.aliases]))
     resolved: dict[frozenset[str], dict[str, str]] = {}
     if raw.header is not None:
@@ -186,7 +186,7 @@ def _resolve(
     return mapping
 
 
-def _label_lookup(scheme: LabelScheme, spec: DataSpec) -> dict[str, int]:
+def _label_lookup(scheme: LabelScheme, spec: DataSpec, source: str) -> dict[str, int]:
     """File spelling -> label index (or :data:`_SKIP`): the split's ``label_map`` (exact), then
     the names and aliases (lower-cased).  A ``label_map`` value must be a label name or ``-``."""
     lookup = {name.lower(): i for i, name in enumerate(scheme.space.names)}
@@ -198,8 +198,8 @@ def _label_lookup(scheme: LabelScheme, spec: DataSpec) -> dict[str, int]:
         target = lookup.get(name.lower()) if name in (NO_GOLD, *scheme.space.names) else None
         if target is None:
             raise SrnetError(
-                f"label_map: '{given}' -> '{name}': not a label of {spec.display_name}; "
-                f"expected one of {[*scheme.space.names, NO_GOLD]}"
+                f"{source}: label_map: '{given}' -> '{name}': '{name}' is not a label of this "
+                f"split; expected one of {[*scheme.space.names, NO_GOLD]}"
             )
         mapped[given] = target
     return {**lookup, **mapped}
