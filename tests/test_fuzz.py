@@ -20,15 +20,15 @@ from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.tasks import DataSpec, load_examples
 
 FUZZ = settings(
-    max_examples=60, deadline=None, derandomize=True,
+    max_examples=40, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 VALID_JSONL = (
-    '{"premise": "A man sleeps.", "hypothesis": "A person rests.", "label": "entailment"}\n'
-    '{"premise": "Dogs run.", "hypothesis": "Cats fly.", "label": "contradiction"}\n'
-    '{"premise": "It rains.", "hypothesis": "It is wet.", "label": 1}\n'
-).encode()
+    b'{"premise": "A man sleeps.", "hypothesis": "A person rests.", "label": "entailment"}\n'
+    b'{"premise": "Dogs run.", "hypothesis": "Cats fly.", "label": "contradiction"}\n'
+    b'{"premise": "It rains.", "hypothesis": "It is wet.", "label": 1}\n'
+)
 VALID_TSV = b"sentence1\tsentence2\tgold_label\nA b.\tA.\tentailment\nC d.\tE.\tneutral\n"
 VALID_CSV = b'premise,hypothesis,label\n"A, b.",A.,entailment\nC d.,E.,2\n'
 
@@ -137,7 +137,7 @@ def test_recipe_overrides(items, raw):
 @pytest.fixture(scope="module")
 def mask_bytes(tmp_path_factory) -> bytes:
     path = tmp_path_factory.mktemp("masks") / "m.safetensors"
-    masks = {"a.weight_mask": torch.tensor([[1, 0], [0, 1]], dtype=torch.bool), "b": torch.ones(3, dtype=torch.bool)}
+    masks = {"a.weight": torch.eye(2, dtype=torch.bool), "b": torch.ones(3, dtype=torch.bool)}
     save_masks(path, masks, MaskMetadata(method="omp", base_model="m", base_model_fingerprint="f"))
     return path.read_bytes()
 
@@ -147,7 +147,8 @@ def mask_bytes(tmp_path_factory) -> bytes:
        truncate=st.booleans())
 def test_mask_files_corrupted(mask_bytes, position, junk, truncate):
     position = position % len(mask_bytes)
-    data = mask_bytes[:position] if truncate else mask_bytes[:position] + junk + mask_bytes[position + len(junk):]
+    tail = b"" if truncate else junk + mask_bytes[position + len(junk):]
+    data = mask_bytes[:position] + tail
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "m.safetensors"
         path.write_bytes(data)
@@ -160,8 +161,8 @@ def test_mask_files_corrupted(mask_bytes, position, junk, truncate):
 
 
 @FUZZ
-@given(header=st.dictionaries(st.sampled_from(["srnet_masks", "method", "base_model", "base_model_fingerprint",
-                                              "per_matrix", "sparsity", "target_sparsity", "granularity"]),
+@given(header=st.dictionaries(st.sampled_from(["srnet_masks", "method", "base_model", "per_matrix",
+                                              "base_model_fingerprint", "sparsity", "target_sparsity"]),
                               st.text(max_size=12) | st.sampled_from(['{"b": 0.0}', "1", "null", "[]"]),
                               max_size=8))
 def test_mask_files_bad_metadata(header):
@@ -203,8 +204,7 @@ def test_bias_prediction_random_bytes(data, suffix):
 
 
 @FUZZ
-@given(values=st.lists(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=0, max_size=4),
-                       min_size=0, max_size=4))
+@given(values=st.lists(st.lists(st.floats(width=32), max_size=4), max_size=4))
 def test_bias_prediction_npy_and_json_values(values):
     with tempfile.TemporaryDirectory() as folder:
         json_path = Path(folder) / "bias.json"

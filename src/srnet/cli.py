@@ -21,16 +21,28 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except SrnetError as exc:
+        _end_progress_bars()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write the library did not wrap: read-only folder, full disk...
         from srnet.io import describe_os_error
 
+        _end_progress_bars()
         print(f"error: {describe_os_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ninterrupted: rerun the same command with --resume to continue", file=sys.stderr)
+        _end_progress_bars()
+        print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
         return 130
+
+
+def _end_progress_bars() -> None:
+    """Close open progress bars, so a final message starts on its own line."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
+    sys.stderr.flush()
 
 
 def _quiet_libraries() -> None:
