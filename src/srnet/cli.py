@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from srnet.console import end_progress_bars, quiet_libraries
 from srnet.errors import SrnetError
 
 
@@ -14,62 +15,26 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _quiet_libraries()
+    quiet_libraries()
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
     try:
         return args.func(args) or 0
     except SrnetError as exc:
-        _end_progress_bars()
+        end_progress_bars()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write the library did not wrap: read-only folder, full disk...
         from srnet.io import describe_os_error
 
-        _end_progress_bars()
+        end_progress_bars()
         print(f"error: {describe_os_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        _end_progress_bars()
+        end_progress_bars()
         print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
         return 130
-
-
-def _end_progress_bars() -> None:
-    """Close open progress bars, so a final message starts on its own line."""
-    from tqdm import tqdm
-
-    for bar in list(getattr(tqdm, "_instances", ())):
-        bar.close()
-    sys.stderr.flush()
-
-
-def _quiet_libraries() -> None:
-    """Keep the terminal for srnet's own progress bars, tables and one-line notes.
-
-    Library warnings, load reports and download bars are silenced; srnet's own log records
-    (e.g. ``new classifier head (3 labels) on top of ...``) print as plain lines on stderr.
-    """
-    import logging
-    import os
-    import warnings
-
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    warnings.simplefilter("ignore")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    for name in ("accelerate", "datasets", "huggingface_hub", "torch"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    srnet_log = logging.getLogger("srnet")
-    if not srnet_log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        srnet_log.addHandler(handler)
-        srnet_log.setLevel(logging.INFO)
-        srnet_log.propagate = False
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,6 +17,7 @@ from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_folder, atomic_write_json
+from srnet.models import quiet_transformers
 from srnet.sparsity.mask_io import MaskMetadata, masked_module, pooled_sparsity, zero_counts
 
 EXPORT_INFO_FILENAME = "srnet_export.json"
@@ -101,8 +102,9 @@ def export_model(
     }
 
     def write(staging: Path) -> None:
-        baked.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
+        with quiet_transformers():
+            baked.save_pretrained(staging)
+            tokenizer.save_pretrained(staging)
         atomic_write_json(staging / EXPORT_INFO_FILENAME, info)
 
     return atomic_folder(out, write)
