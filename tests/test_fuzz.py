@@ -20,7 +20,7 @@ from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.tasks import DataSpec, load_examples
 
 FUZZ = settings(
-    max_examples=40, deadline=None, derandomize=True,
+    max_examples=40, deadline=None, derandomize=True, database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
@@ -83,7 +83,7 @@ def test_readers_wrong_types(premise, hypothesis, label, extra):
     _load((json.dumps(row) + "\n").encode(), ".jsonl")
 
 
-@settings(max_examples=8, deadline=None, derandomize=True)
+@settings(max_examples=8, deadline=None, derandomize=True, database=None)
 @given(size=st.sampled_from([10, 200_000, 2_000_000]), suffix=st.sampled_from([".jsonl", ".csv", ".tsv"]))
 def test_readers_huge_fields(size, suffix):
     big = "w " * (size // 2)
