@@ -127,7 +127,8 @@ def read_delimited(path: Path, delimiter: str) -> RawSplit:
         first = next(rows, None)
     if first is None:
         raise SrnetError(f"{path}: no examples")
-    return RawSplit(str(path), tuple(first[1]), _delimited_rows(path, delimiter, tuple(first[1])))
+    header = tuple(first[1])
+    return RawSplit(str(path), header, _delimited_rows(path, delimiter, header))
 
 
 def _delimited_rows(path: Path, delimiter: str, header: tuple[str, ...]) -> Iterator[RawRow]:
