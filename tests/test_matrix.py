@@ -160,7 +160,7 @@ def test_same_seed_same_masks_and_metrics(method, tmp_path, tiny_model_dir, extr
 def test_global_sparsity_is_exact_over_all_masked_weights(method, tmp_path, tiny_model_dir, extras_dir,
                                                           fixed_mask_file):
     spec = recipe(tmp_path, tiny_model_dir, method, "ce", extras_dir, fixed_mask_file)
-    spec["pruning"]["granularity"] = "global"
+    spec["pruning"]["scope"] = "global"
     result = api.run(spec)
     masks, _ = load_masks(result.run_dir / "masks.safetensors")
     total = sum(m.numel() for m in masks.values())

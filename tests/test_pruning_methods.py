@@ -124,18 +124,18 @@ def test_registry_lists_every_method():
         PruningConfig(method="snip")
 
 
-@pytest.mark.parametrize("granularity", ["local", "global"])
+@pytest.mark.parametrize("scope", ["local", "global"])
 @pytest.mark.parametrize("name", METHODS)
-def test_target_sparsity_is_exact(name, granularity):
-    model, method = run(name, granularity=granularity, sparsity=0.5)
+def test_target_sparsity_is_exact(name, scope):
+    model, method = run(name, scope=scope, sparsity=0.5)
     masks = method.masks()
     zeros = {n: int((~m).sum()) for n, m in masks.items()}
     report = method.sparsity_report()
     assert set(masks) == {t.name for t in find_prunable(model)}
-    if granularity == "local" or name == "fixed":  # fixed: masks come from a local OMP
+    if scope == "local" or name == "fixed":  # fixed: masks come from a local OMP
         assert all(zeros[n] == round(0.5 * m.numel()) for n, m in masks.items())
     total = sum(m.numel() for m in masks.values())
-    if granularity == "global":
+    if scope == "global":
         assert sum(zeros.values()) == round(0.5 * total)
     assert report["overall"] == pytest.approx(sum(zeros.values()) / total)
     assert report["target"] == pytest.approx(0.5)

@@ -18,7 +18,13 @@ from torch.nn.utils import parametrize
 from srnet.errors import SrnetError
 from srnet.io import atomic_folder, atomic_write_json
 from srnet.models import quiet_transformers
-from srnet.sparsity.mask_io import MaskMetadata, masked_module, pooled_sparsity, zero_counts
+from srnet.sparsity.mask_io import (
+    MaskMetadata,
+    expand_masks,
+    masked_module,
+    pooled_sparsity,
+    zero_counts,
+)
 
 EXPORT_INFO_FILENAME = "srnet_export.json"
 EXPORT_FORMAT_VERSION = "1"
@@ -27,10 +33,12 @@ EXPORT_FORMAT_VERSION = "1"
 def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module:
     """A deep copy of ``model`` with each masked weight replaced by ``original_weight * mask``.
 
-    Parametrizations on masked weights are removed (restoring the original weight) before the
-    multiplication; ``model`` itself is left untouched.  Raises ``SrnetError`` when a key names
-    no weight, a shape differs, or a parametrization remains on a weight without a mask.
+    Group gates (heads, neurons) are first broadcast onto their weights.  Parametrizations on
+    masked weights are removed (restoring the original weight) before the multiplication;
+    ``model`` itself is left untouched.  Raises ``SrnetError`` when a key names no weight, a
+    shape differs, or a parametrization remains on a weight without a mask.
     """
+    masks = expand_masks(model, masks)
     baked = copy.deepcopy(model)
     for name, mask in masks.items():
         module = masked_module(baked, name)
@@ -79,10 +87,13 @@ def export_model(
     *,
     metadata: MaskMetadata | None,
     overwrite: bool = False,
+    shrink: bool = False,
 ) -> Path:
     """Bake ``masks`` into ``model`` and save it, the tokenizer and ``srnet_export.json``.
 
-    ``metadata`` describes the masks (``None`` for a dense export with no masks).
+    ``metadata`` describes the masks (``None`` for a dense export with no masks).  With
+    ``shrink``, pruned heads and neurons are removed (:func:`srnet.shrink.shrink_model`) and the
+    folder also carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
     half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
@@ -92,16 +103,31 @@ def export_model(
         raise SrnetError(f"export folder {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
-    baked = bake_masks(model, masks)
-    sparsity, per_matrix = masked_weight_sparsity(baked, masks)
+    weights = expand_masks(model, masks)
+    baked = bake_masks(model, weights)
+    sparsity, per_matrix = masked_weight_sparsity(baked, weights)
     info = {
         "srnet_export": EXPORT_FORMAT_VERSION,
         "masks": metadata.model_dump() if metadata is not None else None,
         "sparsity": sparsity,
         "per_matrix": per_matrix,
     }
+    if shrink:
+        from srnet.shrink import SHAPES_KEY, shrink_model
+
+        dense = sum(p.numel() for p in baked.parameters())
+        baked = shrink_model(model, masks)
+        info["shrunk"] = {
+            "parameters": sum(p.numel() for p in baked.parameters()),
+            "dense_parameters": dense,
+            "linear_shapes": getattr(baked.config, SHAPES_KEY),
+        }
 
     def write(staging: Path) -> None:
+        if shrink:
+            from srnet.shrink import prepare_remote_code
+
+            prepare_remote_code(baked, staging)
         with quiet_transformers():
             baked.save_pretrained(staging)
             tokenizer.save_pretrained(staging)

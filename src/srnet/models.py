@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import warnings
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from urllib.parse import urlparse
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
 
@@ -47,6 +49,11 @@ _ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
     "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
 }
 SUPPORTED_FAMILIES = ("bert", "roberta", "distilbert", "electra")
+GRANULARITIES = ("unstructured", "head", "neuron", "head+neuron")
+"""Mask structure: single weights, or whole attention heads and/or FFN neurons."""
+# config attribute holding the number of attention heads, per family with group knowledge
+_HEAD_COUNT = {"bert": "num_attention_heads", "roberta": "num_attention_heads",
+               "electra": "num_attention_heads", "distilbert": "n_heads"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,96 @@ class PrunableWeight:
     @property
     def numel(self) -> int:
         return self.module.weight.numel()
+
+    @property
+    def shape(self) -> torch.Size:
+        """The weight's shape (without running a mask parametrization)."""
+        return _unmasked(self.module).shape
+
+
+def _unmasked(module: nn.Module) -> torch.Tensor:
+    if parametrize.is_parametrized(module, "weight"):
+        return module.parametrizations.weight.original
+    return module.weight
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One weight matrix of a mask group: ``width`` consecutive rows (axis 0) or columns (axis 1)
+    per group."""
+
+    name: str
+    axis: int
+    width: int
+    module: nn.Module
+
+
+@dataclass(frozen=True)
+class MaskGroup:
+    """The ``count`` heads (or FFN neurons) of one layer, each gated by one entry of a gate vector.
+
+    A head is its rows of Q, K and V plus its columns of the attention output; a neuron is its row
+    of FFN-in plus its column of FFN-out.
+    """
+
+    name: str
+    """``<layer module>.heads`` or ``<layer module>.neurons``, e.g. ``bert.encoder.layer.0.heads``."""
+    kind: str
+    layer: int
+    count: int
+    members: tuple[GroupMember, ...]
+
+    @property
+    def module(self) -> nn.Module:
+        """A member module (its weight gives the device and dtype of the gates)."""
+        return self.members[0].module
+
+    @property
+    def shape(self) -> torch.Size:
+        return torch.Size([self.count])
+
+
+def group_kinds(granularity: str) -> tuple[str, ...]:
+    """The group kinds of a structured granularity (``head+neuron`` -> both)."""
+    if granularity not in GRANULARITIES[1:]:
+        raise SrnetError(f"granularity must be one of {list(GRANULARITIES[1:])}, got '{granularity}'")
+    return tuple(granularity.split("+"))
+
+
+def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = None) -> list[MaskGroup]:
+    """The head and/or neuron groups of every encoder layer (filtered by a regex on their names).
+
+    Raises ``SrnetError`` for an architecture without group knowledge, naming the supported ones.
+    """
+    family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+    if family not in _HEAD_COUNT:
+        raise SrnetError(
+            f"structured masks (heads, neurons) are not supported for '{family}' models; "
+            f"supported: {', '.join(_HEAD_COUNT)}"
+        )
+    layers: dict[int, dict[str, PrunableWeight]] = defaultdict(dict)
+    for w in find_prunable(model, ENCODER_ROLES):
+        layers[int(w.layer)][w.role] = w  # type: ignore[arg-type]
+    heads = int(getattr(model.config, _HEAD_COUNT[family]))
+    compiled = re.compile(pattern) if pattern else None
+    groups = []
+    for layer, roles in sorted(layers.items()):
+        prefix = re.match(r"(.*\.layer\.\d+)\.", roles["query"].name).group(1)  # type: ignore[union-attr]
+        width = roles["query"].shape[0] // heads
+        members = {
+            "head": (heads, [("query", 0, width), ("key", 0, width), ("value", 0, width),
+                             ("attn_out", 1, width)]),
+            "neuron": (roles["ffn_in"].shape[0], [("ffn_in", 0, 1), ("ffn_out", 1, 1)]),
+        }
+        for kind in kinds:
+            count, parts = members[kind]
+            group = MaskGroup(f"{prefix}.{kind}s", kind, layer, count, tuple(
+                GroupMember(roles[r].name, axis, w, roles[r].module) for r, axis, w in parts))
+            if compiled is None or compiled.search(group.name):
+                groups.append(group)
+    if not groups:
+        raise SrnetError(f"{'+'.join(kinds)} groups with pattern '{pattern}' select nothing in this model")
+    return groups
 
 
 def default_device() -> torch.device:

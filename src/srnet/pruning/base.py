@@ -16,9 +16,9 @@ from typing import Any, ClassVar, TypeVar
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
-from srnet.models import PrunableWeight, find_prunable
+from srnet.models import MaskGroup, PrunableWeight, find_groups, find_prunable, group_kinds
 from srnet.pruning.config import PruningConfig
-from srnet.sparsity import FixedMask, Schedule, attach, original_weight
+from srnet.sparsity import FixedMask, GroupMask, Schedule, attach, original_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
 
 M = TypeVar("M", bound="type[PruningMethod]")
@@ -59,11 +59,14 @@ class PruningMethod(ABC):
     """Decides the masks of ``targets`` (the prunable weights selected by the config)."""
 
     name: ClassVar[str] = ""
+    groups_ok: ClassVar[bool] = True
+    """Whether the method can gate heads/neurons (a structured ``granularity``)."""
 
     def __init__(self, cfg: PruningConfig, seed: int = 0) -> None:
         self.cfg = cfg
         self.seed = seed
-        self.targets: list[PrunableWeight] = []
+        self.targets: list[Any] = []
+        """:class:`PrunableWeight` s, or :class:`MaskGroup` s for a structured granularity."""
         self.total_steps = 0
         self.step = 0
         self._masks: list[FixedMask] = []
@@ -79,12 +82,24 @@ class PruningMethod(ABC):
             raise SrnetError(f"pruning method '{self.name}' is already prepared")
         if total_steps < 1:
             raise SrnetError(f"total_steps must be >= 1, got {total_steps}")
+        if self.structured and not self.groups_ok:
+            raise SrnetError(
+                f"pruning method '{self.name}' does not support granularity '{self.cfg.granularity}' "
+                f"(only 'unstructured')"
+            )
         self.total_steps = total_steps
         self.targets = self.select(model)
         self.setup(model)
 
-    def select(self, model: nn.Module) -> list[PrunableWeight]:
-        """The weights to mask (by default: ``cfg.roles`` filtered by ``cfg.pattern``)."""
+    @property
+    def structured(self) -> bool:
+        """Whether the masks gate whole heads/neurons (``MaskGroup`` targets)."""
+        return self.cfg.granularity != "unstructured"
+
+    def select(self, model: nn.Module) -> list[PrunableWeight] | list[MaskGroup]:
+        """The weights (``cfg.roles``) or groups (``cfg.granularity``) to mask, by ``cfg.pattern``."""
+        if self.structured:
+            return find_groups(model, group_kinds(self.cfg.granularity), self.cfg.pattern)
         return find_prunable(model, self.cfg.roles, self.cfg.pattern)
 
     @abstractmethod
@@ -96,8 +111,13 @@ class PruningMethod(ABC):
         """The target sparsity at ``step``."""
 
     def attach_masks(self, masks: list[FixedMask]) -> None:
+        """Attach one mask per target; a group's gate is broadcast onto each of its members."""
         for target, mask in zip(self.targets, masks, strict=True):
-            attach(target.module, mask)
+            if isinstance(target, MaskGroup):
+                for member in target.members:
+                    attach(member.module, GroupMask(mask, member.axis, member.width))
+            else:
+                attach(target.module, mask)
         self._masks = masks
 
     def param_groups(self, model: nn.Module, lr: float) -> list[dict[str, Any]]:
@@ -132,7 +152,7 @@ class PruningMethod(ABC):
 
     # -- results ---------------------------------------------------------------------------
     def masks(self) -> dict[str, Tensor]:
-        """The applied binary masks keyed by module name."""
+        """The applied binary masks keyed by module name (group gates keyed by group name)."""
         return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
 
     def sparsity_report(self) -> dict[str, Any]:

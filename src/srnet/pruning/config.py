@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from srnet.models import ALL_ROLES, DEFAULT_ROLES
+from srnet.models import ALL_ROLES, DEFAULT_ROLES, GRANULARITIES
 from srnet.sparsity.schedules import CubicSchedule, FixedSchedule, Schedule
 
 
@@ -98,8 +98,17 @@ class PruningConfig(BaseModel):
     schedule: ScheduleConfig = Field(
         default_factory=ScheduleConfig, description="Target sparsity over time (mask_train, l0)."
     )
-    granularity: Literal["local", "global"] = Field(
-        "local", description="'local': same sparsity in each matrix; 'global': one threshold."
+    granularity: Literal[GRANULARITIES] = Field(  # type: ignore[valid-type]
+        "unstructured",
+        description="What one mask entry removes: a weight ('unstructured'), an attention head "
+        "('head': its rows of Q, K, V and columns of the attention output), an FFN neuron "
+        "('neuron': its row of FFN-in and column of FFN-out) or both ('head+neuron'); sparsity is "
+        "then the fraction of heads/neurons removed.  Structured masks ignore roles.",
+    )
+    scope: Literal["local", "global"] = Field(
+        "local",
+        description="'local': the same sparsity in each matrix (each layer's heads/neurons); "
+        "'global': one threshold across them.",
     )
     roles: list[str] = Field(
         default_factory=lambda: list(DEFAULT_ROLES),
@@ -125,6 +134,19 @@ class PruningConfig(BaseModel):
     imp: ImpConfig = Field(default_factory=ImpConfig, description="Settings of method imp.")
     l0: L0Config = Field(default_factory=L0Config, description="Settings of method l0.")
     mask_file: str | None = Field(None, description="fixed: masks.safetensors keyed by module name.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_granularity(cls, data: object) -> object:
+        """Recipes before ``scope`` said ``granularity: local|global``: read it as the scope."""
+        if isinstance(data, dict) and data.get("granularity") in ("local", "global"):
+            data = dict(data)
+            old = data.pop("granularity")
+            if data.setdefault("scope", old) != old:
+                raise ValueError(
+                    f"granularity '{old}' (the old name of scope) contradicts scope '{data['scope']}'"
+                )
+        return data
 
     @field_validator("sparsity")
     @classmethod

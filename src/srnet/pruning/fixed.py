@@ -11,7 +11,7 @@ from srnet.errors import SrnetError
 from srnet.models import ALL_ROLES, PrunableWeight, find_prunable
 from srnet.pruning.base import OneShotMethod, register_method
 from srnet.pruning.config import PruningConfig
-from srnet.sparsity.mask_io import load_masks
+from srnet.sparsity.mask_io import expand_masks, load_masks
 
 
 @register_method("fixed")
@@ -34,6 +34,7 @@ class FixedMaskMethod(OneShotMethod):
             self.given, _ = load_masks(self.cfg.mask_file, model)
         if not self.given:
             raise SrnetError("pruning method 'fixed' was given no mask")
+        self.given = expand_masks(model, self.given)  # head/neuron gates -> their weights' masks
         prunable = {t.name: t for t in find_prunable(model, ALL_ROLES)}
         for key, mask in self.given.items():
             if key not in prunable:

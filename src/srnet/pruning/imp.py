@@ -35,8 +35,7 @@ class IterativeMagnitude(PruningMethod):
                 f"{self.schedule.events} events of {imp.prune_fraction} every {interval} steps "
                 f"need {self.schedule.last_event_step} steps"
             )
-        weights = [original_weight(t.module) for t in self.targets]
-        self.attach_masks([FixedMask(w.new_ones(w.shape), w) for w in weights])
+        self.attach_masks([FixedMask(torch.ones(t.shape), original_weight(t.module)) for t in self.targets])
         self.level = 0.0
         self._params = {n: p for n, p in model.named_parameters() if p.requires_grad}
         self._initial: dict[str, Tensor] = (
@@ -51,7 +50,7 @@ class IterativeMagnitude(PruningMethod):
         target = self.current_sparsity(step)
         if target <= self.level:
             return False
-        ranked = rank(magnitudes(self.targets, self._masks), target, self.cfg.granularity)
+        ranked = rank(magnitudes(self.targets, self._masks), target, self.cfg.scope)
         for mask, (keep, _) in zip(self._masks, ranked, strict=True):
             mask.set_mask(keep)
         self.level = target

@@ -18,6 +18,7 @@ class L0Gates(LearnedMaskMethod):
     """Hard-concrete gates on frozen weights (``cfg.l0.train_weights`` trains them too)."""
 
     _masks: list[HardConcreteMask]
+    groups_ok = False  # a group's members would each draw their own gates
 
     @property
     def trains_weights(self) -> bool:
@@ -33,7 +34,7 @@ class L0Gates(LearnedMaskMethod):
 
     def rerank(self, sparsity: float) -> None:
         scores = [m.log_alpha for m in self._masks]
-        for mask, (keep, _) in zip(self._masks, rank(scores, sparsity, self.cfg.granularity), strict=True):
+        for mask, (keep, _) in zip(self._masks, rank(scores, sparsity, self.cfg.scope), strict=True):
             mask.set_mask(keep)
 
     def lambda_at(self, step: int) -> float:

@@ -29,8 +29,8 @@ class MaskTraining(LearnedMaskMethod):
             return magnitudes(self.targets)
         if cfg.init == "random":
             weights = [original_weight(t.module) for t in self.targets]
-            return uniform_scores([w.shape for w in weights], self.seed, [w.device for w in weights])
-        ranked = rank(magnitudes(self.targets), cfg.sparsity, cfg.granularity)
+            return uniform_scores([t.shape for t in self.targets], self.seed, [w.device for w in weights])
+        ranked = rank(magnitudes(self.targets), cfg.sparsity, cfg.scope)
         return [keep * (cfg.alpha * cfg.phi) for keep, _ in ranked]
 
     def make_masks(self) -> list[FixedMask]:
@@ -43,7 +43,7 @@ class MaskTraining(LearnedMaskMethod):
     def rerank(self, sparsity: float) -> None:
         scores = [m.scores for m in self._masks]
         for mask, (keep, threshold) in zip(
-            self._masks, rank(scores, sparsity, self.cfg.granularity), strict=True
+            self._masks, rank(scores, sparsity, self.cfg.scope), strict=True
         ):
             mask.set_ranked(keep, threshold)
 

@@ -20,6 +20,6 @@ class RandomPruning(OneShotMethod):
     """Drop uniformly random weights: the same per-matrix (local) or total (global) sparsity."""
 
     def decide(self) -> list[Tensor]:
-        weights = [t.module.weight for t in self.targets]
-        scores = uniform_scores([w.shape for w in weights], self.seed, [w.device for w in weights])
-        return [keep for keep, _ in rank(scores, self.cfg.sparsity, self.cfg.granularity)]
+        devices = [t.module.weight.device for t in self.targets]
+        scores = uniform_scores([t.shape for t in self.targets], self.seed, devices)
+        return [keep for keep, _ in rank(scores, self.cfg.sparsity, self.cfg.scope)]

@@ -2,6 +2,7 @@
 
 from srnet.sparsity.masks import (
     FixedMask,
+    GroupMask,
     HardConcreteMask,
     ScoreMask,
     attach,
@@ -9,7 +10,7 @@ from srnet.sparsity.masks import (
 )
 from srnet.sparsity.schedules import CubicSchedule, FixedSchedule, Schedule, StepSchedule
 from srnet.sparsity.threshold import (
-    Granularity,
+    Scope,
     check_sparsity,
     num_pruned,
     rank,
@@ -21,9 +22,10 @@ __all__ = [
     "CubicSchedule",
     "FixedMask",
     "FixedSchedule",
-    "Granularity",
+    "GroupMask",
     "HardConcreteMask",
     "Schedule",
+    "Scope",
     "ScoreMask",
     "StepSchedule",
     "attach",

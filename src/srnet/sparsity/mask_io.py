@@ -1,8 +1,9 @@
 """Mask files: ``masks.safetensors`` with self-describing metadata, checked against a model on load.
 
 Masks are plain ``dict[str, torch.Tensor]`` of 0/1 entries keyed by the qualified module name of
-the masked weight (``PrunableWeight.name``), each with that weight's shape.  On disk they are
-stored as uint8; they load back as bool, bit for bit.
+the masked weight (``PrunableWeight.name``), each with that weight's shape; structured masks are
+keyed by group name (``MaskGroup.name``, e.g. ``bert.encoder.layer.0.heads``) with one gate per
+head or neuron.  On disk they are stored as uint8; they load back as bool, bit for bit.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write
+from srnet.models import GRANULARITIES, MaskGroup, find_groups
 
 FORMAT_VERSION = "1"
 MASKS_FILENAME = "masks.safetensors"
@@ -46,7 +48,7 @@ class MaskMetadata(BaseModel):
     )
     recipe_hash: str = Field(default="", description="Hash of the resolved recipe, if any.")
     granularity: str = Field(
-        default="unstructured", description="Mask granularity, e.g. 'unstructured' or 'row'."
+        default="unstructured", description=f"Mask structure, one of {list(GRANULARITIES)}."
     )
     target_sparsity: float | None = Field(
         default=None, description="Sparsity the method aimed for (None when it has no target)."
@@ -103,6 +105,45 @@ def weight_shape(module: nn.Module) -> tuple[int, ...]:
     return tuple(module.weight.shape)
 
 
+def model_groups(model: nn.Module) -> dict[str, MaskGroup]:
+    """The model's head and neuron groups by name ({} for an architecture without groups)."""
+    try:
+        return {g.name: g for g in find_groups(model, ("head", "neuron"))}
+    except SrnetError:
+        return {}
+
+
+def mask_shapes(model: nn.Module, names: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """The shape each named mask must have: its weight's, or ``(count,)`` for a group's gates."""
+    groups: dict[str, MaskGroup] | None = None
+    shapes = {}
+    for name in names:
+        try:
+            shapes[name] = weight_shape(masked_module(model, name))
+        except SrnetError:
+            groups = model_groups(model) if groups is None else groups
+            if name not in groups:
+                raise
+            shapes[name] = (groups[name].count,)
+    return shapes
+
+
+def expand_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Per-weight masks: group gates broadcast onto their members' rows/columns (weights as is)."""
+    shapes = mask_shapes(model, masks)
+    groups = model_groups(model) if any(len(s) == 1 for s in shapes.values()) else {}
+    out: dict[str, torch.Tensor] = {}
+    for name, mask in masks.items():
+        if name not in groups:
+            out[name] = mask.bool()
+            continue
+        for m in groups[name].members:
+            gates = mask.bool().repeat_interleave(m.width)
+            shape = weight_shape(m.module)
+            out[m.name] = (gates.unsqueeze(1) if m.axis == 0 else gates.unsqueeze(0)).expand(shape).clone()
+    return out
+
+
 def model_fingerprint(model: nn.Module, names: Iterable[str]) -> str:
     """A short hash of the model's config and the shapes of the named weights.
 
@@ -119,7 +160,7 @@ def model_fingerprint(model: nn.Module, names: Iterable[str]) -> str:
             for key, value in config.to_dict().items()
             if not key.startswith("_") and key not in _RUNTIME_CONFIG_KEYS and "dropout" not in key
         }
-    shapes = {name: list(weight_shape(masked_module(model, name))) for name in sorted(names)}
+    shapes = {name: list(shape) for name, shape in sorted(mask_shapes(model, names).items())}
     blob = json.dumps({"config": described, "weights": shapes}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -198,15 +239,16 @@ def load_masks(
 def _check_against(
     model: nn.Module, masks: Mapping[str, torch.Tensor], metadata: MaskFileMetadata, path: Path
 ) -> None:
+    try:
+        shapes = mask_shapes(model, masks)
+    except SrnetError as exc:
+        raise SrnetError(f"{path}: {exc}") from exc
     for name, mask in masks.items():
-        try:
-            shape = weight_shape(masked_module(model, name))
-        except SrnetError as exc:
-            raise SrnetError(f"{path}: {exc}") from exc
-        if shape != tuple(mask.shape):
+        if shapes[name] != tuple(mask.shape):
+            what = "group" if len(shapes[name]) == 1 else "weight"
             raise SrnetError(
-                f"{path}: mask '{name}' has shape {tuple(mask.shape)} but the model's weight has "
-                f"shape {shape}"
+                f"{path}: mask '{name}' has shape {tuple(mask.shape)} but the model's {what} has "
+                f"shape {shapes[name]}"
             )
     found = model_fingerprint(model, masks)
     if found != metadata.base_model_fingerprint:

@@ -125,7 +125,33 @@ class HardConcreteMask(FixedMask):
         return torch.sigmoid(self.log_alpha - shift)
 
 
-def attach(module: nn.Module, mask: FixedMask) -> FixedMask:
+class GroupMask(nn.Module):
+    """Broadcast one gate per group (a head, an FFN neuron) onto a weight's rows or columns.
+
+    ``gate`` is a :class:`FixedMask` or :class:`ScoreMask` over the group vector, shared by all
+    members of the group (Q, K, V and the attention output for a head); ``width`` consecutive
+    rows (``axis`` 0) or columns (``axis`` 1) belong to each group.  A score gate gets the
+    straight-through gradient summed over its group's entries.
+    """
+
+    def __init__(self, gate: FixedMask, axis: int, width: int) -> None:
+        super().__init__()
+        self.gate, self.axis, self.width = gate, axis, width
+
+    def forward(self, weight: Tensor) -> Tensor:
+        return weight * self.expand(self.gate(torch.ones_like(self.gate.mask)))
+
+    def expand(self, gates: Tensor) -> Tensor:
+        """Gates repeated ``width`` times along ``axis``, broadcastable to the weight."""
+        values = gates.repeat_interleave(self.width)
+        return values.unsqueeze(1) if self.axis == 0 else values.unsqueeze(0)
+
+    def binary_mask(self) -> Tensor:
+        """The applied gates as a boolean vector (one entry per group)."""
+        return self.gate.binary_mask()
+
+
+def attach(module: nn.Module, mask: nn.Module) -> nn.Module:
     """Register ``mask`` as the parametrization of ``module.weight``."""
     parametrize.register_parametrization(module, "weight", mask)
     return mask

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from srnet.errors import SrnetError
 
-Granularity = Literal["local", "global"]
+Scope = Literal["local", "global"]
 
 
 def check_sparsity(sparsity: float, what: str = "sparsity") -> float:
@@ -73,17 +73,18 @@ def _select_by_sort(flat: Tensor, keep_n: int) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def rank(
-    scores: Sequence[Tensor], sparsity: float, granularity: Granularity = "local"
+    scores: Sequence[Tensor], sparsity: float, scope: Scope = "local"
 ) -> list[tuple[Tensor, float]]:
-    """Keep masks (and thresholds) for several matrices at ``sparsity``.
+    """Keep masks (and thresholds) for several score tensors at ``sparsity``.
 
-    ``local``: each matrix gets exactly the target sparsity.  ``global``: one threshold over
-    all scores compared across matrices, so the *total* number of zeros is exact.
+    A score tensor is a matrix's entries, or a layer's group gates (heads, neurons).
+    ``local``: each tensor gets exactly the target sparsity.  ``global``: one threshold over
+    all scores compared across tensors, so the *total* number of zeros is exact.
     """
-    if granularity == "local":
+    if scope == "local":
         return [topk_keep(s, sparsity) for s in scores]
-    if granularity != "global":
-        raise SrnetError(f"granularity must be 'local' or 'global', got '{granularity}'")
+    if scope != "global":
+        raise SrnetError(f"scope must be 'local' or 'global', got '{scope}'")
     device = scores[0].device
     flat = torch.cat([s.detach().reshape(-1).to(device) for s in scores])
     keep, threshold = topk_keep(flat, sparsity)
