@@ -1,4 +1,5 @@
-"""One matrix: every pruning method x every loss through the same end-to-end checks.
+"""One matrix: every pruning method x every loss (x a few head/neuron granularities) through the
+same end-to-end checks.
 
 Each cell runs a whole recipe (``srnet.api.run``) on a tiny random BERT and the synthetic
 task, then checks: the target sparsity is reached exactly in every matrix; the mask file
@@ -16,12 +17,12 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from srnet import api
+from srnet import api, load_model
 from srnet.bias import write_bias_predictions, write_difficulty
 from srnet.evaluation.predict import predict_logits, softmax
 from srnet.experiments import run as run_module
 from srnet.io import atomic_write_jsonl
-from srnet.sparsity.mask_io import load_masks, save_masks
+from srnet.sparsity.mask_io import expand_masks, load_masks, save_masks
 from srnet.tasks import generate_synthetic
 
 METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]
@@ -68,8 +69,9 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
     return path
 
 
-def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask) -> dict:
-    pruning = {"method": method, "sparsity": SPARSITY, "rerank_every": 3}
+def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask,
+           granularity: str = "unstructured") -> dict:
+    pruning = {"method": method, "sparsity": SPARSITY, "rerank_every": 3, "granularity": granularity}
     if method == "fixed":
         pruning["mask_file"] = str(fixed_mask)
     loss_cfg = {"name": loss, "bias_predictions": str(extras / "bias" / "train.jsonl"),
@@ -91,6 +93,28 @@ def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask)
 @pytest.mark.parametrize("method", METHODS)
 def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
                             monkeypatch):
+    check_cell(method, loss, "unstructured", tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+               monkeypatch)
+
+
+@pytest.mark.parametrize(("method", "loss", "granularity"), [
+    ("omp", "ce", "head+neuron"), ("mask_train", "poe", "head+neuron"), ("imp", "reweight", "head"),
+    ("mask_train", "conf_reg", "neuron"),
+])
+def test_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+                          fixed_mask_file, monkeypatch):
+    """A few cells with head/neuron masks, whose shrunk export also gives the masked logits."""
+    run, masked_logits = check_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+                                    fixed_mask_file, monkeypatch)
+    shrunk = load_model(api.export_masked(str(run), run, tmp_path / "shrunk", shrink=True))
+    tokenizer = AutoTokenizer.from_pretrained(run / "model")
+    logits = predict_logits(shrunk, tokenizer, generate_synthetic("dev", 24, seed=0), max_length=48)
+    np.testing.assert_allclose(logits, masked_logits, atol=1e-5)
+
+
+def check_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+               monkeypatch):
+    """Run one cell and check it; return the run folder and the masked model's dev logits."""
     dev = generate_synthetic("dev", 24, seed=0)
     masked_logits = {}
     check = run_module.check_baked_model
@@ -101,12 +125,13 @@ def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, 
         check(masked, baked, tokenizer, probe, max_length)
 
     monkeypatch.setattr(run_module, "check_baked_model", capture_masked_model)
-    result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, extras_dir, fixed_mask_file))
+    result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, extras_dir, fixed_mask_file,
+                            granularity))
     run = result.run_dir
 
-    # 1. exact sparsity in every masked matrix, counted from the mask file and from metrics
+    # 1. exact sparsity in every masked matrix (or layer's heads/neurons), from the mask file and metrics
     masks, meta = load_masks(run / "masks.safetensors")
-    assert meta.method == method
+    assert (meta.method, meta.granularity) == (method, granularity)
     for name, mask in masks.items():
         zeros = mask.numel() - int(mask.sum())
         assert zeros == round(SPARSITY * mask.numel()), name
@@ -124,7 +149,8 @@ def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, 
         run / "model", output_loading_info=True
     )
     assert not info["missing_keys"] and not info["mismatched_keys"]
-    for name, mask in masks.items():
+    weight_masks = expand_masks(exported, masks)
+    for name, mask in weight_masks.items():
         weight = exported.get_submodule(name).weight
         assert torch.all(weight[~mask] == 0), name
 
@@ -140,9 +166,10 @@ def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, 
     # 5. mask-learning methods train no weight: export == frozen base weights x mask
     if method in ("mask_train", "l0"):
         base = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
-        for name, mask in masks.items():
+        for name, mask in weight_masks.items():
             expected = base.get_submodule(name).weight * mask
             assert torch.equal(exported.get_submodule(name).weight, expected), name
+    return run, masked_logits["dev"]
 
 
 @pytest.mark.parametrize("method", ["mask_train", "imp", "l0"])

@@ -125,8 +125,14 @@ def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[st
     return method.masks()
 
 
-def export_masked(model: str, masks: str | Path, out: str | Path, *, overwrite: bool = False) -> Path:
-    """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint."""
+def export_masked(
+    model: str, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False
+) -> Path:
+    """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint.
+
+    ``shrink`` removes the pruned heads and neurons (head/neuron masks only); reload the result
+    with :func:`load_model` or ``from_pretrained(..., trust_remote_code=True)``.
+    """
     from srnet.export import export_model
     from srnet.models import load_classifier, load_tokenizer
     from srnet.sparsity.mask_io import load_masks
@@ -136,4 +142,11 @@ def export_masked(model: str, masks: str | Path, out: str | Path, *, overwrite: 
     tokenizer = load_tokenizer(source)
     net = load_classifier(source)
     loaded, meta = load_masks(masks, net)
-    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite)
+    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=shrink)
+
+
+def load_model(path: str | Path) -> torch.nn.Module:
+    """Load an ``srnet export`` folder (shrunk or not) strictly, in eval mode."""
+    from srnet.shrink import load_model as load
+
+    return load(path)

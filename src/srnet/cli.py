@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--masks", required=True, help="masks.safetensors file (or a run directory)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--shrink", action="store_true",
+                   help="remove pruned heads and neurons (head/neuron masks); reload with "
+                        "srnet.load_model or trust_remote_code=True")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("report", help="compare finished runs in one table (and an ID vs OOD plot)")
@@ -251,7 +254,7 @@ def cmd_bias_difficulty(args) -> int:
 def cmd_export(args) -> int:
     from srnet.api import export_masked
 
-    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite)
+    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, shrink=args.shrink)
     print(f"exported {out}")
     return 0
 

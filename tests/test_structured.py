@@ -1,0 +1,186 @@
+"""Structured masks (heads, FFN neurons): groups, exact rankings, mask training, shrinking, reloading."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from conftest import save_tiny_model
+from srnet import api, load_model
+from srnet.errors import SrnetError
+from srnet.export import EXPORT_INFO_FILENAME
+from srnet.models import find_groups
+from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
+from srnet.shrink import shrink_model
+from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
+
+FAMILIES = ["bert", "roberta", "distilbert"]
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory) -> dict[str, object]:
+    return {f: save_tiny_model(tmp_path_factory.mktemp(f), f) for f in FAMILIES}
+
+
+def load(path) -> torch.nn.Module:
+    return AutoModelForSequenceClassification.from_pretrained(path).eval()
+
+
+def pruned(model, granularity="head+neuron", sparsity=0.5, **cfg):
+    method = build_method(PruningConfig(method="omp", granularity=granularity, sparsity=sparsity, **cfg))
+    method.prepare(model, 1)
+    return method
+
+
+def batch(seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return {"input_ids": torch.randint(1000, 2000, (3, 9), generator=g),
+            "attention_mask": torch.ones(3, 9, dtype=torch.long)}
+
+
+def logits(model) -> torch.Tensor:
+    with torch.no_grad():
+        return model(**batch()).logits
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_groups_tie_heads_and_neurons_to_their_rows_and_columns(tiny_dirs, family):
+    model = load(tiny_dirs[family])
+    groups = find_groups(model, ("head", "neuron"))
+    assert [(g.kind, g.layer, g.count) for g in groups] == [
+        ("head", 0, 2), ("neuron", 0, 64), ("head", 1, 2), ("neuron", 1, 64)]
+    head = groups[0]
+    assert [(m.axis, m.width) for m in head.members] == [(0, 16), (0, 16), (0, 16), (1, 16)]
+    assert [(m.axis, m.width) for m in groups[1].members] == [(0, 1), (1, 1)]
+
+
+def test_architecture_without_groups_is_named():
+    with pytest.raises(SrnetError, match=r"not supported for 'Linear' models; supported: bert, roberta"):
+        find_groups(torch.nn.Linear(2, 2), ("head",))
+
+
+@pytest.mark.parametrize(("granularity", "scope"), [("head+neuron", "local"), ("neuron", "global")])
+def test_group_rankings_are_exact(tiny_dirs, granularity, scope):
+    model = load(tiny_dirs["bert"])
+    masks = pruned(model, granularity, 0.3, scope=scope).masks()
+    if scope == "local":  # round(0.3 * 2) = 1 head, round(0.3 * 64) = 19 neurons per layer
+        assert {k: int((~m).sum()) for k, m in masks.items()} == {
+            "bert.encoder.layer.0.heads": 1, "bert.encoder.layer.0.neurons": 19,
+            "bert.encoder.layer.1.heads": 1, "bert.encoder.layer.1.neurons": 19}
+    else:
+        assert set(masks) == {"bert.encoder.layer.0.neurons", "bert.encoder.layer.1.neurons"}
+        assert sum(int((~m).sum()) for m in masks.values()) == round(0.3 * 128)
+        assert len({int((~m).sum()) for m in masks.values()}) == 2  # one threshold, unequal layers
+
+
+def test_masked_forward_zeroes_whole_heads(tiny_dirs):
+    model = load(tiny_dirs["bert"])
+    method = pruned(model, "head", 0.5)
+    gate = method.masks()["bert.encoder.layer.0.heads"]
+    query = model.bert.encoder.layer[0].attention.self.query.weight
+    out = model.bert.encoder.layer[0].attention.output.dense.weight
+    for h in range(2):
+        rows, cols = query[16 * h: 16 * (h + 1)], out[:, 16 * h: 16 * (h + 1)]
+        assert bool((rows == 0).all()) == bool((cols == 0).all()) == (not gate[h])
+
+
+def test_mask_training_learns_group_gates(tiny_dirs):
+    model = load(tiny_dirs["bert"])
+    cfg = PruningConfig(method="mask_train", granularity="head+neuron", sparsity=0.5, init="soft",
+                        mask_lr=0.5, rerank_every=1, schedule={"kind": "cubic", "end": 1.0})
+    method = build_method(cfg)
+    method.prepare(model, 4)
+    before = {k: v.clone() for k, v in method.masks().items()}
+    assert all(m.all() for m in before.values())  # the cubic schedule starts dense
+    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.mask_lr)
+    for step in range(1, 5):
+        model(**batch(step), labels=torch.tensor([0, 1, 2])).loss.backward()
+        assert all(g.scores.grad is not None and g.scores.grad.shape == g.scores.shape
+                   for g in method._masks)
+        optimizer.step()
+        optimizer.zero_grad()
+        method.on_step(step)
+    method.freeze()
+    counts = {k: int((~m).sum()) for k, m in method.masks().items()}
+    assert counts == {"bert.encoder.layer.0.heads": 1, "bert.encoder.layer.0.neurons": 32,
+                      "bert.encoder.layer.1.heads": 1, "bert.encoder.layer.1.neurons": 32}
+
+
+def test_l0_refuses_groups():
+    with pytest.raises(SrnetError, match="'l0' does not support granularity 'head'"):
+        build_method(PruningConfig(method="l0", granularity="head")).prepare(torch.nn.Linear(2, 2), 1)
+
+
+def test_old_granularity_key_reads_as_scope():
+    assert PruningConfig(granularity="global").scope == "global"
+    with pytest.raises(ValueError, match="contradicts scope 'local'"):
+        PruningConfig(granularity="global", scope="local")
+
+
+def _structured_mask_file(model, path, empty_layer: int | None = 0):
+    """OMP head+neuron gates, with every head of ``empty_layer`` pruned, saved as a mask file."""
+    masks = pruned(model).masks()
+    if empty_layer is not None:
+        name = next(k for k in masks if f".{empty_layer}.heads" in k)
+        masks[name][:] = False
+    meta = MaskMetadata(method="omp", base_model="tiny", granularity="head+neuron",
+                        base_model_fingerprint=model_fingerprint(model, list(masks)))
+    save_masks(path, masks, meta)
+    return masks
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_dirs, tmp_path, family):
+    model = load(tiny_dirs[family])
+    masks = _structured_mask_file(model, tmp_path / "masks.safetensors")
+    loaded, _ = load_masks(tmp_path / "masks.safetensors", model)  # group gates check against the model
+    assert {k: tuple(v.shape) for k, v in loaded.items()} == {k: tuple(v.shape) for k, v in masks.items()}
+    method = build_method(PruningConfig(method="fixed", mask_file=str(tmp_path / "masks.safetensors")))
+    method.prepare(model, 1)
+    masked = logits(model)
+    out = api.export_masked(str(tiny_dirs[family]), tmp_path / "masks.safetensors", tmp_path / "out",
+                            shrink=True)
+    info = json.loads((out / EXPORT_INFO_FILENAME).read_text())
+    assert info["shrunk"]["parameters"] < info["shrunk"]["dense_parameters"]
+    ours = load_model(out)
+    torch.testing.assert_close(logits(ours), masked, rtol=0, atol=1e-5)
+    plain = AutoModelForSequenceClassification.from_pretrained(out, trust_remote_code=True).eval()
+    torch.testing.assert_close(logits(plain), masked, rtol=0, atol=1e-5)
+    assert AutoTokenizer.from_pretrained(out) is not None
+
+
+def test_shrinking_is_exact_and_removes_rows(tiny_dirs):
+    model = load(tiny_dirs["bert"])
+    masks = pruned(model).masks()
+    masks["bert.encoder.layer.1.heads"][:] = False
+    masks["bert.encoder.layer.1.neurons"][:] = False
+    shrunk = shrink_model(model, masks)
+    assert shrunk.bert.encoder.layer[0].attention.self.query.weight.shape == (16, 32)
+    assert shrunk.bert.encoder.layer[0].output.dense.weight.shape == (32, 32)
+    assert shrunk.bert.encoder.layer[1].intermediate.dense.weight.shape == (1, 32)  # one zeroed unit
+    FixedMaskMethod(PruningConfig(method="fixed"), masks=masks).prepare(model, 1)
+    assert torch.equal(logits(shrunk), logits(model))
+
+
+def test_unstructured_masks_are_not_shrunk(tiny_dirs):
+    model = load(tiny_dirs["bert"])
+    masks = pruned(model, "unstructured").masks()
+    with pytest.raises(SrnetError, match=r"cannot shrink: mask 'bert\.encoder.* is unstructured"):
+        shrink_model(model, masks)
+
+
+def test_load_model_names_the_first_mismatching_tensor(tiny_dirs, tmp_path):
+    model = load(tiny_dirs["bert"])
+    _structured_mask_file(model, tmp_path / "masks.safetensors", empty_layer=None)
+    out = api.export_masked(str(tiny_dirs["bert"]), tmp_path / "masks.safetensors", tmp_path / "out",
+                            shrink=True)
+    state = load_file(out / "model.safetensors")
+    key = "bert.encoder.layer.0.attention.self.key.weight"
+    state[key] = torch.zeros(32, 32)
+    save_file(state, out / "model.safetensors")
+    with pytest.raises(SrnetError, match=rf"weight '{key}' has shape \(32, 32\) but the export's metadata"):
+        load_model(out)
