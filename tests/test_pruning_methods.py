@@ -327,7 +327,7 @@ def test_fixed_mask_mismatches(tmp_path):
     bad_shape = {**masks, name: torch.ones(4, 4)}
     with pytest.raises(SrnetError, match=rf"mask '{name}' has shape \[4, 4\] .* \[32, 32\]"):
         FixedMaskMethod(PruningConfig(), masks=bad_shape).prepare(tiny_model(), STEPS)
-    with pytest.raises(SrnetError, match=r"mask key 'encoder\.nope' names no prunable weight"):
+    with pytest.raises(SrnetError, match=r"mask key 'encoder\.nope' names no weight in this bert model"):
         FixedMaskMethod(PruningConfig(), masks={"encoder.nope": torch.ones(2)}).prepare(tiny_model(), STEPS)
     with pytest.raises(SrnetError, match="values other than 0 and 1"):
         FixedMaskMethod(PruningConfig(), masks={name: torch.full((32, 32), 0.5)}).prepare(tiny_model(), STEPS)

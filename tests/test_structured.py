@@ -184,3 +184,20 @@ def test_load_model_names_the_first_mismatching_tensor(tiny_dirs, tmp_path):
     save_file(state, out / "model.safetensors")
     with pytest.raises(SrnetError, match=rf"weight '{key}' has shape \(32, 32\) but the export's metadata"):
         load_model(out)
+
+
+def test_bench_times_dense_shrunk_and_unstructured_models(tiny_dirs, tmp_path, capsys):
+    from srnet.cli import main
+
+    out = tmp_path / "bench.json"
+    args = [str(tiny_dirs["bert"]), "--omp", "0.5", "--batch-sizes", "1", "2", "--lengths", "8",
+            "--rounds", "2", "--warmup", "1", "--out", str(out)]
+    assert main(["bench", *args]) == 0
+    result = json.loads(out.read_text())
+    rows = result["rows"]
+    assert [r["model"] for r in rows[:3]] == [
+        str(tiny_dirs["bert"]), "omp 50% heads+neurons, shrunk", "omp 50% unstructured"]
+    assert [(r["batch"], r["length"]) for r in rows] == [(1, 8)] * 3 + [(2, 8)] * 3
+    assert rows[0]["speedup"] == 1.0 and rows[1]["params_m"] < rows[2]["params_m"] == rows[0]["params_m"]
+    assert {"cpu", "cpu_count", "torch_threads", "packages"} <= set(result["environment"])
+    assert "omp 50% heads+neurons, shrunk" in capsys.readouterr().out

@@ -91,6 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "srnet.load_model or trust_remote_code=True")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("bench", help="latency of dense vs shrunk (and unstructured-sparse) models")
+    p.add_argument("models", nargs="+", metavar="MODEL_OR_RUN",
+                   help="models, srnet exports or run dirs; speedups are relative to the first")
+    p.add_argument("--omp", nargs="+", type=float, default=[], metavar="SPARSITY",
+                   help="also time OMP of the first model at these sparsities: head+neuron masks "
+                        "shrunk, and unstructured masks in dense weights")
+    p.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 32])
+    p.add_argument("--lengths", nargs="+", type=int, default=[64, 128])
+    p.add_argument("--rounds", type=int, default=10, help="timed rounds (median reported)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--out", help="also write the results and the environment as JSON here")
+    p.set_defaults(func=cmd_bench)
+
     p = sub.add_parser("report", help="compare finished runs in one table (and an ID vs OOD plot)")
     p.add_argument("runs", nargs="+", help="run directories")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -256,6 +271,31 @@ def cmd_export(args) -> int:
 
     out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, shrink=args.shrink)
     print(f"exported {out}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    import torch
+
+    from srnet.bench import load_candidate, omp_variants, run_bench
+    from srnet.io import atomic_write_json
+    from srnet.report import format_table
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    candidates = [load_candidate(name) for name in args.models]
+    candidates += omp_variants(candidates[0], args.omp)
+    result = run_bench(candidates, args.batch_sizes, args.lengths, args.rounds, args.warmup)
+    env = result["environment"]
+    print(f"{env['cpu']} ({env['cpu_count']} cpus), {env['torch_threads']} threads, "
+          f"torch {env['packages'].get('torch')}, transformers {env['packages'].get('transformers')}; "
+          f"median of {args.rounds} interleaved rounds")
+    columns = ["model", "params_m", "batch", "length", "latency_ms", "seq_per_s", "speedup"]
+    print(format_table(result["rows"], columns, {"params_m": ".1f", "latency_ms": ".1f",
+                                                 "seq_per_s": ".1f", "speedup": ".2f"},
+                       markdown=args.markdown))
+    if args.out:
+        atomic_write_json(args.out, result)
     return 0
 
 

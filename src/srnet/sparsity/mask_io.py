@@ -129,16 +129,16 @@ def mask_shapes(model: nn.Module, names: Iterable[str]) -> dict[str, tuple[int, 
 
 
 def expand_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Per-weight masks: group gates broadcast onto their members' rows/columns (weights as is)."""
+    """Per-weight masks: group gates broadcast onto their members' rows/columns (others as they are)."""
     shapes = mask_shapes(model, masks)
     groups = model_groups(model) if any(len(s) == 1 for s in shapes.values()) else {}
     out: dict[str, torch.Tensor] = {}
     for name, mask in masks.items():
         if name not in groups:
-            out[name] = mask.bool()
+            out[name] = mask
             continue
         for m in groups[name].members:
-            gates = mask.bool().repeat_interleave(m.width)
+            gates = _as_bool(name, mask).repeat_interleave(m.width)
             shape = weight_shape(m.module)
             out[m.name] = (gates.unsqueeze(1) if m.axis == 0 else gates.unsqueeze(0)).expand(shape).clone()
     return out

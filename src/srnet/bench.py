@@ -1,0 +1,135 @@
+"""``srnet bench``: inference latency of dense, shrunk and unstructured-sparse models, side by side.
+
+All models run in one process on the same inputs.  After a warm-up, each round times one forward
+pass of every model, in an order that rotates from round to round (interleaving spreads the
+noise of a shared machine over all models); a model's latency is its median over the rounds.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import platform
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from srnet.errors import SrnetError
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A model to time, under a short label."""
+
+    label: str
+    model: nn.Module
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+
+def load_candidate(name: str) -> Candidate:
+    """A run directory (its ``model/``), an srnet export (shrunk or not) or any classifier."""
+    from srnet.experiments.rundir import RunDir
+    from srnet.export import EXPORT_INFO_FILENAME
+    from srnet.models import load_classifier
+    from srnet.shrink import load_model
+
+    run_model = RunDir(Path(name)).model
+    source = run_model if run_model.is_dir() else Path(name)
+    if (source / EXPORT_INFO_FILENAME).is_file():
+        return Candidate(name, load_model(source))
+    return Candidate(name, load_classifier(name).eval())
+
+
+def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate]:
+    """OMP of ``base`` at each sparsity: head+neuron masks shrunk, and unstructured masks baked
+    into dense weights (which dense kernels run at full cost)."""
+    from srnet.api import prune_
+    from srnet.export import bake_masks
+    from srnet.shrink import shrink_model
+
+    out = []
+    for sparsity in sparsities:
+        for granularity in ("head+neuron", "unstructured"):
+            model = copy.deepcopy(base.model)
+            masks = prune_(model, {"method": "omp", "granularity": granularity, "sparsity": sparsity})
+            if granularity == "unstructured":
+                out.append(Candidate(f"omp {sparsity:.0%} unstructured", bake_masks(model, masks).eval()))
+            else:
+                out.append(Candidate(f"omp {sparsity:.0%} heads+neurons, shrunk",
+                                     shrink_model(model, masks).eval()))
+    return out
+
+
+def time_forward(models: Sequence[nn.Module], inputs: dict[str, torch.Tensor], rounds: int,
+                 warmup: int) -> list[float]:
+    """Median seconds per forward pass of each model, interleaved after ``warmup`` passes each."""
+    times: list[list[float]] = [[] for _ in models]
+    with torch.inference_mode():
+        for model in models:
+            for _ in range(warmup):
+                model(**inputs)
+        for r in range(rounds):
+            for i in [(r + k) % len(models) for k in range(len(models))]:
+                start = time.perf_counter()
+                models[i](**inputs)
+                times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times]
+
+
+def run_bench(
+    candidates: Sequence[Candidate],
+    batch_sizes: Sequence[int] = (1, 32),
+    lengths: Sequence[int] = (64, 128),
+    rounds: int = 10,
+    warmup: int = 2,
+) -> dict[str, Any]:
+    """Time every candidate at every batch size x sequence length; ratios are to the first one."""
+    if not candidates:
+        raise SrnetError("bench needs at least one model")
+    if rounds < 1 or warmup < 0 or min(batch_sizes) < 1 or min(lengths) < 2:
+        raise SrnetError("bench: rounds, batch sizes and lengths must be positive (lengths >= 2)")
+    vocab = int(candidates[0].model.config.vocab_size)
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for batch in batch_sizes:
+        for length in lengths:
+            inputs = {"input_ids": torch.randint(min(1000, vocab - 1), vocab, (batch, length),
+                                                 generator=generator),
+                      "attention_mask": torch.ones(batch, length, dtype=torch.long)}
+            seconds = time_forward([c.model for c in candidates], inputs, rounds, warmup)
+            for c, s in zip(candidates, seconds, strict=True):
+                rows.append({"model": c.label, "params_m": c.parameters / 1e6, "batch": batch,
+                             "length": length, "latency_ms": s * 1e3, "seq_per_s": batch / s,
+                             "speedup": seconds[0] / s})
+    return {"environment": bench_environment(), "rounds": rounds, "warmup": warmup, "rows": rows}
+
+
+def bench_environment() -> dict[str, Any]:
+    """The machine (CPU model and count), threads and library versions."""
+    from srnet.experiments.rundir import environment
+
+    env = environment()
+    env.pop("argv", None)
+    env["machine"] = platform.machine()
+    env["cpu"] = _cpu_model()
+    env["cpu_count"] = os.cpu_count()
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
