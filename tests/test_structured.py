@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -166,11 +167,20 @@ def test_shrinking_is_exact_and_removes_rows(tiny_dirs):
     assert torch.equal(logits(shrunk), logits(model))
 
 
-def test_unstructured_masks_are_not_shrunk(tiny_dirs):
+def test_unstructured_masks_are_not_shrunk(tiny_dirs, tmp_path, capsys):
+    from srnet.cli import main
+
     model = load(tiny_dirs["bert"])
     masks = pruned(model, "unstructured").masks()
-    with pytest.raises(SrnetError, match=r"cannot shrink: mask 'bert\.encoder.* is unstructured"):
-        shrink_model(model, masks)
+    save_masks(tmp_path / "m.safetensors", masks, MaskMetadata(
+        method="omp", base_model="tiny", base_model_fingerprint=model_fingerprint(model, list(masks))))
+    args = ["--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+            "--out", str(tmp_path / "out"), "--shrink"]
+    capsys.readouterr()
+    assert main(["export", *args]) == 2
+    assert re.fullmatch(r"error: cannot shrink: mask 'bert\.encoder\.\S+' is unstructured; .*\n",
+                        capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
 
 
 def test_load_model_names_the_first_mismatching_tensor(tiny_dirs, tmp_path):
