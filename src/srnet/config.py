@@ -94,6 +94,16 @@ class LossConfig(_Strict):
     difficulty: str | None = Field(None, description="RMC difficulty file for the training split")
 
 
+class EvaluationConfig(_Strict):
+    collapse: Literal["sum", "argmax"] = Field(
+        "sum",
+        description="primary rule where a challenge set merges model classes (HANS: neutral + "
+        "contradiction -> non-entailment): 'sum' adds the merged classes' probabilities before "
+        "deciding (p(entailment) >= 0.5), 'argmax' maps the model's 3-way argmax; metrics.json "
+        "holds both",
+    )
+
+
 class Recipe(_Strict):
     name: str = Field("run", description="run name; the run directory is <output_dir>/<name>")
     task: str = Field("nli", description="task registry name")
@@ -104,6 +114,7 @@ class Recipe(_Strict):
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
     pruning: PruningConfig | None = Field(None, description="subnetwork search (null = dense)")
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     bias: BiasConfig = Field(default_factory=BiasConfig, description="bias model for `srnet bias fit`")
     bias_dir: str | None = Field(
         None,
@@ -112,6 +123,11 @@ class Recipe(_Strict):
     )
     dense_reference: str | None = Field(
         None, description="run directory of the dense model, for the F_bias relative-robustness metric"
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="labels that group runs in `srnet report` (e.g. paradigm: a, method: imp); "
+        "they do not change what a run computes",
     )
 
     def semantic_dict(self) -> dict[str, Any]:
@@ -135,6 +151,7 @@ class Recipe(_Strict):
 NON_SEMANTIC: tuple[str, ...] = (
     "name",
     "output_dir",
+    "tags",
     "training.log_every",
     "training.tensorboard",
     "training.eval_batch_size",

@@ -259,17 +259,18 @@ def _sparsity_block(masks, recipe: Recipe, model: torch.nn.Module) -> dict:
 
 def _dev_metric(recipe: Recipe, task: Task, tokenizer, dev: tuple[DataSpec, list[Example]]):
     from srnet.evaluation.metrics import evaluate_split
-    from srnet.tasks import label_space
 
     spec, examples = dev
-    space = label_space(task, spec)
+    scheme = task.scheme(spec.challenge)
 
     def metric(model: torch.nn.Module) -> float:
         logits = predict_logits(
             model, tokenizer, examples, max_length=recipe.model.max_length,
             batch_size=recipe.training.eval_batch_size,
         )
-        return evaluate_split(logits, examples, space, task.labels, task.primary_metric)["primary"]
+        return evaluate_split(
+            logits, examples, scheme, task.labels, collapse=recipe.evaluation.collapse
+        )["primary"]
 
     return metric
 
