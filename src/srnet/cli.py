@@ -90,10 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("report", help="compare finished runs in one table (and an ID vs OOD plot)")
-    p.add_argument("runs", nargs="+", help="run directories")
-    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    p.add_argument("--plot", help="write an ID vs OOD accuracy plot (.png/.pdf/.svg)")
+    p = sub.add_parser("report", help="report.md + figures: runs averaged over seeds, against sparsity")
+    p.add_argument("runs", nargs="+", metavar="PATH",
+                   help="run directories and/or folders searched recursively for complete runs")
+    p.add_argument("--out", help="report folder (default PATH/report for one PATH, else ./report)")
     p.set_defaults(func=cmd_report)
 
     bias = sub.add_parser("bias", help="bias models and sample difficulty").add_subparsers(metavar="ACTION")
@@ -211,17 +211,12 @@ def cmd_demo(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from srnet.experiments.aggregate import comparison_columns, run_row
-    from srnet.report import format_table, plot_id_ood
+    from srnet.experiments.study_report import write_report
 
-    rows = [run_row(r) for r in args.runs]
-    print(format_table(rows, comparison_columns(rows), {"sparsity": ".2f"}, markdown=args.markdown))
-    if args.plot:
-        points = [{"method": f"{r['method']}/{r['loss']}", "sparsity": r["sparsity"], "id": r.get("id"),
-                   "ood": r.get("ood")} for r in rows if r.get("id") is not None and r.get("ood") is not None]
-        plot_id_ood(points, args.plot, id_name=rows[0].get("id_split", "ID"),
-                    ood_name=rows[0].get("ood_split", "OOD"))
-        print(f"wrote {args.plot}")
+    out = args.out or (Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
+    report = write_report(args.runs, out)
+    print("\n".join(report.tables))
+    print(f"wrote {report.path} and {len(report.figures)} figures")
     return 0
 
 
