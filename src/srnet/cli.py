@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="+", metavar="PATH",
                    help="run directories and/or folders searched recursively for complete runs")
     p.add_argument("--out", help="report folder (default PATH/report for one PATH, else ./report)")
+    p.add_argument("--no-figures", action="store_true", help="write report.md with tables only")
     p.set_defaults(func=cmd_report)
 
     bias = sub.add_parser("bias", help="bias models and sample difficulty").add_subparsers(metavar="ACTION")
@@ -214,7 +215,7 @@ def cmd_report(args) -> int:
     from srnet.experiments.study_report import write_report
 
     out = args.out or (Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
-    report = write_report(args.runs, out)
+    report = write_report(args.runs, out, figures=not args.no_figures)
     print("\n".join(report.tables))
     print(f"wrote {report.path} and {len(report.figures)} figures")
     return 0

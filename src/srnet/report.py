@@ -71,7 +71,8 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
 
     A header line (run, task, model, sparsity); one row per evaluated split with accuracy, the
     primary metric, the easy/hard gap (ID, when bias predictions exist), the shortcut gap and
-    F_bias (OOD); then a heuristic x label table for each HANS-like split.
+    F_bias (OOD); then, for each split scored under a collapse rule, the rule and the other
+    rule's accuracy and gap, and a heuristic x label table for each HANS-like split.
     """
     head = [f"{key} {metrics[key]}" for key in ("run", "task", "model") if key in metrics]
     sparsity = metrics.get("sparsity") or {}
@@ -96,6 +97,8 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
     columns += [c for c in ("easy-hard", "shortcut_gap", "f_bias") if any(r[c] is not None for r in rows)]
     parts = ["  ".join(head), format_table(rows, columns)]
     for split, block in (metrics.get("ood") or {}).items():
+        if block.get("collapse"):
+            parts.append(_rules_line(split, block))
         by_heuristic = block.get("by_heuristic")
         if by_heuristic:
             labels = sorted({label for cells in by_heuristic.values() for label in cells})
@@ -103,6 +106,20 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
             table = format_table(grid, ["heuristic", *labels])
             parts.append(f"{split}: accuracy by heuristic x label\n{table}")
     return "\n".join(parts)
+
+
+def _rules_line(split: str, block: Mapping[str, Any]) -> str:
+    """One line naming the collapse rule of a split's numbers and the other rule's results."""
+    rule = block["collapse"]
+    line = f"{split}: collapse rule {rule}"
+    for other, scores in (block.get("by_rule") or {}).items():
+        if other != rule:
+            gap = scores.get("shortcut_gap")
+            line += f"; under {other}: accuracy {scores['accuracy']:.4f}"
+            line += f", shortcut gap {gap:.4f}" if gap is not None else ""
+    if block.get("rule_disagreement") is not None:
+        line += f"; {block['rule_disagreement']} of {block.get('n')} predictions differ"
+    return line + "\n"
 
 
 def plot_sparsity_heatmap(

@@ -64,8 +64,9 @@ class Report:
     tables: list[str] = field(default_factory=list)
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path) -> Report:
-    """Find the complete runs under ``paths`` and write ``out/report.md`` plus PNG figures."""
+def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool = True) -> Report:
+    """Find the complete runs under ``paths`` and write ``out/report.md`` plus PNG figures
+    (tables only with ``figures=False``)."""
     out = Path(out)
     runs = [load_run(p) for p in find_runs(paths) if out.resolve() not in p.resolve().parents]
     if not runs:
@@ -84,12 +85,12 @@ def write_report(paths: Sequence[str | Path], out: str | Path) -> Report:
         "section when it has one, else the run's own dense_reference).",
     ]
     for index, section in enumerate(found, 1):
-        lines += _section(index, section, out, report)
+        lines += _section(index, section, out, report, figures)
     atomic_write_text(report.path, "\n".join(lines) + "\n")
     return report
 
 
-def _section(index: int, section: Section, out: Path, report: Report) -> list[str]:
+def _section(index: int, section: Section, out: Path, report: Report, figures: bool) -> list[str]:
     rule = section.rule
     groups = group_runs(section)
     prefix = f"s{index}"
@@ -109,16 +110,17 @@ def _section(index: int, section: Section, out: Path, report: Report) -> list[st
         if alt_columns:
             lines += [f"The same OOD columns under the other rule, `{other}`: {RULE_TEXT[other]}.", "",
                       _stats_table(alt_groups, alt_columns)]
-    lines += ["### Figures", ""]
-    figures = [
-        _curves(section, groups, out / f"{prefix}_vs_sparsity.png", rule),
-        *_heuristic_bars(section, groups, out, prefix, rule),
-        _jaccard(groups, out / f"{prefix}_mask_jaccard.png"),
-        *_layer_heatmaps(groups, out, prefix),
-    ]
-    for caption, path in filter(None, figures):
-        report.figures.append(path)
-        lines += [f"![{caption}]({path.name})", "", f"*{caption}*", ""]
+    if figures:
+        lines += ["### Figures", ""]
+        drawn = [
+            _curves(section, groups, out / f"{prefix}_vs_sparsity.png", rule),
+            *_heuristic_bars(section, groups, out, prefix, rule),
+            _jaccard(groups, out / f"{prefix}_mask_jaccard.png"),
+            *_layer_heatmaps(groups, out, prefix),
+        ]
+        for caption, path in filter(None, drawn):
+            report.figures.append(path)
+            lines += [f"![{caption}]({path.name})", "", f"*{caption}*", ""]
     lines += ["### Runs", ""]
     for group in groups:
         where = ", ".join(_relative(run.path, out) for run in group.runs)
