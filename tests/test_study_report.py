@@ -178,3 +178,32 @@ def test_cli_report_default_out(study, capsys):
         assert main(["report", str(study), "--no-figures"]) == 0
         out = capsys.readouterr().out
         assert "| mask_train" in out and f"wrote {study / 'report' / 'report.md'} and 0 figures" in out
+
+
+def test_report_of_real_runs_on_a_tiny_model(tmp_path, tiny_model_dir):
+    """dense (primary rule argmax) + one-shot omp and random subnetworks -> a report with masks."""
+    from srnet import api
+
+    def synthetic(split: str, n: int) -> dict:
+        return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
+
+    runs = tmp_path / "runs"
+    base = {"task": "synthetic_nli", "seed": 0, "output_dir": str(runs),
+            "model": {"name": str(tiny_model_dir), "max_length": 32},
+            "data": {"dev": synthetic("dev", 20), "challenge": [synthetic("challenge", 24)]}}
+    train = {"train": synthetic("train", 16), **base["data"]}
+    dense = api.run(base | {"name": "dense", "data": train, "evaluation": {"collapse": "argmax"},
+                            "training": {"max_steps": 2, "batch_size": 8}}).metrics
+    block = dense["ood"]["synthetic_challenge"]
+    assert block["collapse"] == "argmax" and set(block["by_rule"]) == {"sum", "argmax"}
+    assert block["accuracy"] == block["by_rule"]["argmax"]["accuracy"]
+    assert "shortcut_gap" in block["by_rule"]["sum"]
+    assert (runs / "dense" / "predictions" / "synthetic_challenge_hans_predictions.txt").is_file()
+    for method in ("omp", "random"):
+        api.run(base | {"name": method, "model": base["model"] | {"init_from": str(runs / "dense")},
+                        "pruning": {"method": method, "sparsity": 0.4}, "tags": {"paradigm": "a"}})
+    report = write_report([runs], tmp_path / "report")
+    text = report.path.read_text()
+    assert "collapse rule `sum`" in text  # the runs disagree on the primary rule: sum, which all record
+    assert {"s1_vs_sparsity.png", "s1_mask_jaccard.png", "s1_synthetic_challenge_by_heuristic.png"} <= {
+        p.name for p in report.figures}
