@@ -48,7 +48,7 @@ def format_table(
     numeric = [
         all(_is_number(row.get(c)) or row.get(c) is None for row in rows) for c in columns
     ]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    widths = [max([3 if markdown else 1, len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
 
     sep = " | " if markdown else "  "
 
@@ -58,8 +58,7 @@ def format_table(
         return f"| {text} |" if markdown else text.rstrip()
 
     if markdown:
-        marks = [("-" * max(w - 1, 2) + ":") if num else "-" * max(w, 3)
-                 for w, num in zip(widths, numeric, strict=True)]
+        marks = [("-" * (w - 1) + ":") if num else "-" * w for w, num in zip(widths, numeric, strict=True)]
         rule = "| " + " | ".join(marks) + " |"
     else:
         rule = "  ".join("-" * w for w in widths)
@@ -212,7 +211,7 @@ def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: st
         ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
         ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
         ax.grid(alpha=0.3)
-    fig.legend(list(handles.values()), list(handles), loc="outside right upper",
+    fig.legend(list(handles.values()), list(handles), loc="outside right center",
                title="method / loss (±std over seeds)")
     if title:
         fig.suptitle(title)
@@ -257,7 +256,7 @@ def plot_group_bars(
         ax.grid(axis="y", alpha=0.3)
     axes[-1].set_xlabel(group_name)
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside right upper", title="model (±std over seeds)")
+    fig.legend(handles, names, loc="outside right center", title="model (±std over seeds)")
     fig.suptitle(title)
     return _save(fig, path)
 

@@ -97,7 +97,12 @@ def _section(index: int, section: Section, out: Path, report: Report, figures: b
     lines = ["", f"## {index}. {section.title}", ""]
     merging = section.merging_splits()
     if merging:
-        lines += [f"Scoring of {', '.join(merging)}: collapse rule `{rule}`: {RULE_TEXT[rule]}.", ""]
+        lines += [f"Scoring of {', '.join(merging)}: collapse rule `{rule}`: {RULE_TEXT[rule]}."]
+        legacy = [r for r in section.runs if any("by_rule" not in r.metrics["ood"][s] for s in merging)]
+        if legacy:
+            lines += [f"{len(legacy)} run(s) predate recording both rules: their metrics.json holds "
+                      "`sum` only."]
+        lines += [""]
     columns = list(dict.fromkeys(c for g in groups for c in g.stats))
     table = _stats_table(groups, columns)
     report.tables.append(table)
