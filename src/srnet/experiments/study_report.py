@@ -154,6 +154,8 @@ def _cell(stat: Stat | None) -> str | None:
 
 
 def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tuple[str, Path] | None:
+    if all(group.labels["method"] == DENSE for group in groups):
+        return None  # nothing varies with sparsity
     panels = []
     for column in dict.fromkeys(c for g in groups for c in g.stats if not c.startswith("F_bias")):
         split = column.removeprefix("ID ").removeprefix("gap ")
