@@ -75,6 +75,17 @@ def test_labels_from_tags_then_recipe():
     assert run_labels(recipe) == {"method": "imp", "loss": "poe", "paradigm": "b", "sparsity": 0.3,
                                   "schedule": "cubic"}
     assert run_labels({}, {"overall": 0.4987})["method"] == "subnetwork"
+    assert run_labels({"tags": {"sparsity": "high"}})["sparsity"] == 0.0  # a tag cannot replace it
+
+
+def test_unreadable_run_files_are_one_line_errors(tmp_path):
+    run = write_run(tmp_path, "r", seed=1, dev=0.5)
+    (run / "metrics.json").write_text('{"id": [1, 2]}')
+    with pytest.raises(SrnetError, match=r"metrics.json: 'id' is not a mapping"):
+        load_run(run)
+    (run / "metrics.json").write_text("{not json")
+    with pytest.raises(SrnetError, match=r"unreadable metrics.json or config.yaml \(JSONDecodeError\)"):
+        load_run(run)
 
 
 def test_groups_match_hand_computed_means_and_stds(study):

@@ -98,6 +98,10 @@ def load_run(path: str | Path) -> Run:
         raise SrnetError(f"{run.root}: unreadable metrics.json or config.yaml ({what})") from None
     if not isinstance(metrics, dict) or not isinstance(recipe or {}, dict):
         raise SrnetError(f"{run.root}: metrics.json or config.yaml is not a mapping")
+    for kind in ("id", "ood"):
+        splits = metrics.get(kind) or {}
+        if not isinstance(splits, dict) or not all(isinstance(b, dict) for b in splits.values()):
+            raise SrnetError(f"{run.metrics}: '{kind}' is not a mapping of split name -> scores")
     recipe = recipe or {}
     labels = run_labels(recipe, metrics.get("sparsity"))
     return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.get("seed")),
@@ -124,7 +128,7 @@ def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -
         "paradigm": tags.pop("paradigm", "-"),
         "sparsity": 0.0 if method == DENSE else sparsity,
     }
-    return labels | dict(sorted(tags.items()))
+    return labels | {k: v for k, v in sorted(tags.items()) if k not in labels}
 
 
 def split_schemes(recipe: dict[str, Any], task_name: str | None) -> dict[str, LabelScheme]:
