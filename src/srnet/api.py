@@ -29,6 +29,27 @@ def run(
     return run_recipe(as_recipe(recipe, overrides), resume=resume, overwrite=overwrite)
 
 
+def demo(
+    data_dir: str | Path | None = None,
+    output_dir: str = "runs",
+    overrides: list[str] | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> RunResult:
+    """Run the built-in demo; when it has already completed, return its finished result again
+    (``overwrite`` starts it over)."""
+    import json
+
+    from srnet.experiments.demo import demo_recipe
+
+    recipe = as_recipe(demo_recipe(data_dir, output_dir), overrides)
+    done = RunDir(Path(recipe.output_dir) / recipe.name)
+    if done.complete and not overwrite:
+        return RunResult(done.root, json.loads(done.metrics.read_text(encoding="utf-8")))
+    return run_recipe(recipe, resume=resume, overwrite=overwrite)
+
+
 def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:
     """Resolve any accepted recipe form, applying dotted overrides."""
     if isinstance(recipe, Recipe):

@@ -79,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="use the real MNLI sample and HANS from this folder")
     p.add_argument("--output-dir", default="runs")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--resume", action="store_true")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted demo")
+    p.add_argument("--overwrite", action="store_true", help="start over (a finished demo is shown again)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
@@ -202,10 +202,9 @@ def cmd_predict(args) -> int:
 
 def cmd_demo(args) -> int:
     from srnet import api
-    from srnet.experiments.demo import demo_recipe
 
-    recipe = demo_recipe(args.data_dir, args.output_dir)
-    result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
+    result = api.demo(args.data_dir, args.output_dir, args.overrides, resume=args.resume,
+                      overwrite=args.overwrite)
     _print_summary(result)
     return 0
 

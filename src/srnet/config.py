@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
@@ -113,6 +113,14 @@ class Recipe(_Strict):
     dense_reference: str | None = Field(
         None, description="run directory of the dense model, for the F_bias relative-robustness metric"
     )
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, name: str) -> str:
+        """A run name is one folder name: never empty, '.', '..' or a path."""
+        if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise ValueError("a run name must be a plain folder name (not empty, '.', '..' or a path)")
+        return name
 
     def semantic_dict(self) -> dict[str, Any]:
         """The resolved recipe without the keys that cannot change a result (:data:`NON_SEMANTIC`)."""
