@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import torch
 
 from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
+from srnet.experiments.execute import SweepResult
 from srnet.experiments.run import RunResult, run_recipe
 from srnet.experiments.rundir import RunDir
 
@@ -48,6 +50,32 @@ def demo(
     if done.complete and not overwrite:
         return RunResult(done.root, json.loads(done.metrics.read_text(encoding="utf-8")))
     return run_recipe(recipe, resume=resume, overwrite=overwrite)
+
+
+def sweep(
+    path: str | Path,
+    overrides: list[str] | None = None,
+    *,
+    resume: bool = False,
+    dry_run: bool = False,
+    workers: int = 1,
+    executor: str = "local",
+    progress: Callable[[str], None] = print,
+) -> SweepResult:
+    """Run a sweep file: every stage of every grid point, each unique stage once, in dependency
+    order (``dry_run``: only report the plan through ``progress``)."""
+    from srnet.experiments.execute import execute
+    from srnet.experiments.sweep import describe_plan, load_sweep, plan_sweep, record_sweep
+
+    data = load_sweep(path, overrides)
+    jobs = plan_sweep(data, str(path))
+    out = Path(data["output_dir"])
+    if dry_run:
+        for line in describe_plan(jobs):
+            progress(line)
+        return SweepResult(out, jobs)
+    record_sweep(data, out, resume=resume)
+    return execute(jobs, out, executor=executor, workers=workers, progress=progress)
 
 
 def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:

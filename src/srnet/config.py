@@ -164,14 +164,20 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "-
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
-        node: Any = data
-        for part in parts[:-1]:
-            node = _child(node, part, key, source)
-        if isinstance(node, list):
-            node[_list_index(node, parts[-1], key, source)] = value
-        else:
-            node[parts[-1]] = value
+        set_dotted(data, key.strip(), value, source)
     return data
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None:
+    """Set ``data[a][b][c] = value`` for ``key`` 'a.b.c' (list items by index; sections created)."""
+    parts = key.split(".")
+    node: Any = data
+    for part in parts[:-1]:
+        node = _child(node, part, key, source)
+    if isinstance(node, list):
+        node[_list_index(node, parts[-1], key, source)] = value
+    else:
+        node[parts[-1]] = value
 
 
 def _child(node: Any, part: str, key: str, source: str) -> Any:
