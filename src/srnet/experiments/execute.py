@@ -63,14 +63,16 @@ def execute(
     done = {job.key for job in jobs if job.complete}
     todo = [job for job in jobs if job.key not in done]
     running: dict[Future, tuple[Job, float]] = {}
-    line = lambda job, what: f"[{index[job.key]}/{len(jobs)}] {what} {job.label}"  # noqa: E731
+    def line(job: Job, verb: str, tail: str = "") -> str:
+        return f"[{index[job.key]}/{len(jobs)}] {verb} {job.label}{tail}"
+
     with _pool(executor, workers) as submit:
         while todo or running:
             for job in todo:  # in plan order, so a skip reaches dependants in the same pass
                 if {*result.failed, *result.skipped} & set(job.deps):
                     result.skipped.append(job.key)
                     _event(output_dir, "skipped", job)
-                    progress(line(job, "skipped (a stage it needs failed):"))
+                    progress(line(job, "skipped", " (a stage it needs failed)"))
             todo = [job for job in todo if job.key not in result.skipped]
             for job in [j for j in todo if set(j.deps) <= done][: max(0, workers - len(running))]:
                 todo.remove(job)
@@ -89,12 +91,12 @@ def execute(
                     done.add(job.key)
                     result.ran.append(job.key)
                     _event(output_dir, "done", job)
-                    progress(line(job, f"done ({time.perf_counter() - started:.1f}s)"))
+                    progress(line(job, "done", f" ({time.perf_counter() - started:.1f}s)"))
                 else:
                     message = (str(error).strip().splitlines() or [type(error).__name__])[0]
                     result.failed[job.key] = message
                     _event(output_dir, "failed", job, error=message)
-                    progress(line(job, f"FAILED: {message}"))
+                    progress(line(job, "FAILED", f": {message}"))
     return result
 
 
