@@ -127,5 +127,7 @@ def _event(output_dir: Path, event: str, job: Job, **extra) -> None:
     """Append one line to the sweep's event log (start / done / failed / skipped)."""
     entry = {"time": datetime.now(UTC).isoformat(timespec="seconds"), "event": event,
              "stage": job.name, "key": job.key, **extra}
-    with (output_dir / EVENTS).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(entry) + "\n")
+    path = output_dir / EVENTS
+    cut = path.is_file() and not path.read_bytes().endswith(b"\n") and path.stat().st_size > 0
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(("\n" if cut else "") + json.dumps(entry) + "\n")  # a kill may have cut the last line
