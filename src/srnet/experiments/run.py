@@ -162,8 +162,8 @@ def _execute(
             plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(model, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True)
     metrics["time_s"] = round(time.perf_counter() - started, 1)
+    atomic_write_json(run.metrics, metrics)  # its presence means 'complete'
     shutil.rmtree(run.checkpoints, ignore_errors=True)
-    atomic_write_json(run.metrics, metrics)  # last: its presence means 'complete'
     return metrics
 
 
