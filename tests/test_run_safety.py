@@ -88,6 +88,7 @@ def test_overwrite_with_a_bad_recipe_keeps_the_finished_run(capsys, tmp_path, fi
     ({"pruning": {"method": "fixed", "sparsity": 0.5, "mask_file": "nope.safetensors"}}, "nope"),
     ({"model": {"name": "unused", "init_from": "no_such_run"}}, "init_from"),
     ({"dense_reference": "no_such_run"}, "dense_reference"),
+    ({"bias_dir": "@bias"}, "'@bias' names a sweep stage"),
 ])
 def test_bad_inputs_fail_before_the_run_folder_exists(tmp_path, tiny_model_dir, extra, message):
     out = tmp_path / "runs"

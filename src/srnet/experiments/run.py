@@ -20,6 +20,7 @@ from srnet.evaluation.predict import predict_logits
 from srnet.experiments.data import RunData, load_run_data
 from srnet.experiments.evaluate import evaluate_splits, f_bias_block
 from srnet.experiments.rundir import RunDir, environment
+from srnet.experiments.sweep import stage_refs
 from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.losses import build_loss
@@ -172,6 +173,10 @@ def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool
     data = recipe.data
     if not (data.train or data.dev or data.eval or data.challenge):
         raise SrnetError("nothing to do: the recipe names no data.train, dev, eval or challenge split")
+    refs = stage_refs(recipe.model_dump(mode="json"))
+    if refs:
+        raise SrnetError(f"'@{sorted(refs)[0]}' names a sweep stage: stage references work in sweep "
+                         "files (srnet sweep); a plain run needs a path")
     init_from = recipe.model.init_from
     if init_from and Path(init_from).resolve() == run.root.resolve():
         raise SrnetError(f"run '{recipe.name}' would overwrite {run.root}, the run it starts from")

@@ -134,7 +134,7 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
             _apply(data_, {_grid_target(k, sweep)[1]: v for k, v in own.items()}, where)
             recipe = recipe_from_dict(data_, where)
             params = _params(stage, spec.with_, where)
-            deps = sorted(_refs([data_, spec.with_]))
+            deps = sorted(stage_refs([data_, spec.with_]))
             blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": params,
                     "deps": {d: keys[d] for d in deps}}
             key = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
@@ -195,7 +195,7 @@ def _stage_order(sweep: SweepFile, source: str) -> list[str]:
     needs: dict[str, set[str]] = {}
     for name, spec in sweep.stages.items():
         own = [v for k, v in sweep.grid.items() if _grid_target(k, sweep)[0] in (None, name)]
-        needs[name] = _refs([sweep.base, spec.set, spec.with_, own])
+        needs[name] = stage_refs([sweep.base, spec.set, spec.with_, own])
         for ref in needs[name] - set(sweep.stages):
             raise SrnetError(f"{source}: stage '{name}' refers to '@{ref}', which no stage produces "
                              f"(stages: {list(sweep.stages)})")
@@ -209,12 +209,12 @@ def _stage_order(sweep: SweepFile, source: str) -> list[str]:
     return order
 
 
-def _refs(value: Any) -> set[str]:
+def stage_refs(value: Any) -> set[str]:
     """Stage names referenced as '@name' (or '@name/sub/path') anywhere in ``value``."""
     if isinstance(value, dict):
-        return set().union(*map(_refs, value.values())) if value else set()
+        return set().union(*map(stage_refs, value.values())) if value else set()
     if isinstance(value, list):
-        return set().union(*map(_refs, value)) if value else set()
+        return set().union(*map(stage_refs, value)) if value else set()
     match = _REF.match(value) if isinstance(value, str) else None
     return {match.group(1)} if match else set()
 
