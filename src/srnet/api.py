@@ -28,7 +28,16 @@ def run(
     overwrite: bool = False,
 ) -> RunResult:
     """Run a recipe (a YAML path, a dict, a :class:`Recipe`, or None for the defaults)."""
-    return run_recipe(as_recipe(recipe, overrides), resume=resume, overwrite=overwrite)
+    return run_recipe(_model_checked(as_recipe(recipe, overrides)), resume=resume, overwrite=overwrite)
+
+
+def _model_checked(recipe: Recipe) -> Recipe:
+    """``recipe`` once its model is known to be loadable (a missing path fails before any write)."""
+    from srnet.models import check_model_source
+
+    if recipe.model.init_from is None:
+        check_model_source(recipe.model.name)
+    return recipe
 
 
 def demo(
@@ -143,7 +152,7 @@ def evaluate(
     else:
         base["model"]["name"] = model
         base["model"]["init_from"] = None
-    return run_recipe(recipe_from_dict(base), overwrite=overwrite)
+    return run_recipe(_model_checked(recipe_from_dict(base)), overwrite=overwrite)
 
 
 def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[str, torch.Tensor]:

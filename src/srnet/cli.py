@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from srnet.console import end_progress_bars, quiet_libraries
 from srnet.errors import SrnetError
 
 
@@ -14,29 +15,26 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _quiet_libraries()
+    quiet_libraries()
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
     try:
         return args.func(args) or 0
     except SrnetError as exc:
+        end_progress_bars()
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a write the library did not wrap: read-only folder, full disk...
+        from srnet.io import describe_os_error
+
+        end_progress_bars()
+        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
+        end_progress_bars()
         print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
         return 130
-
-
-def _quiet_libraries() -> None:
-    """Keep the terminal for srnet's own progress bars and tables."""
-    import os
-
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
 
 
 def build_parser() -> argparse.ArgumentParser:

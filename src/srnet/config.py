@@ -209,7 +209,11 @@ def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         value = err.get("input")
-        quiet = err["type"] in ("extra_forbidden", "missing") or isinstance(value, dict)
+        quiet = (
+            err["type"] in ("extra_forbidden", "missing")
+            or isinstance(value, dict)
+            or any(text in msg for text in (f"got {value!r}", f"got {value}"))  # already named
+        )
         shown = "" if quiet else f" (got {value!r})"
         more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise SrnetError(f"{source}: {where}: {msg}{shown}{more}") from None
