@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from srnet.config import recipe_from_dict
+from srnet.console import quiet_libraries
 from srnet.errors import SrnetError
 from srnet.experiments.stages import get_stage
 from srnet.experiments.sweep import COMPLETE, Job
@@ -45,6 +46,7 @@ class SweepResult:
 
 def run_job(job: Job) -> None:
     """Run one job in this process and mark it complete (the worker's entry point)."""
+    quiet_libraries()  # a worker is srnet's own process: no library noise on the sweep's terminal
     stage = get_stage(job.kind)
     job.folder.mkdir(parents=True, exist_ok=True)
     stage.run(recipe_from_dict(job.recipe, str(job.folder)), stage.params_model.model_validate(job.params),
