@@ -95,7 +95,7 @@ def test_write_failures_are_one_line(capsys, finished, read_only, tiny_model_dir
                 "--set", "training.max_steps=1"],
         "export": ["export", "--model", str(run), "--masks", "", "--out", str(read_only / "exp")],
         "bias fit": ["bias", "fit", str(recipe), "--out", str(read_only / "bias")],
-        "report --plot": ["report", str(run), "--plot", str(read_only / "plot.png")],
+        "report --out": ["report", str(run), "--out", str(read_only / "report")],
         "predict --output": ["predict", str(run), "--split", "train", "--output", str(read_only / "p.jsonl")],
     }
     masks = tmp_path / "m.safetensors"

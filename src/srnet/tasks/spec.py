@@ -158,6 +158,18 @@ def _label_text(value: object) -> object:
 
 
 @dataclass(frozen=True)
+class Shortcut:
+    """A challenge set's known shortcut: on examples whose ``meta[key]`` is one of ``heuristics``
+    it predicts ``follows``.  The shortcut gap is the mean accuracy on ``follows`` minus the mean
+    on ``against`` over those heuristics (HANS: entailment minus non-entailment)."""
+
+    heuristics: tuple[str, ...]
+    follows: str
+    against: str
+    key: str = "heuristic"
+
+
+@dataclass(frozen=True)
 class LabelScheme:
     """How a split's labels are read and scored: label space, aliases, columns, metric, groups."""
 
@@ -169,6 +181,11 @@ class LabelScheme:
     """Extra default columns (e.g. HANS ``heuristic``/``subcase`` meta)."""
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """metrics.json block name -> meta keys to break accuracy down by (then by gold label)."""
+    shortcut: Shortcut | None = None
+    """The shortcut the split tests, scored as a shortcut gap (None: no gap)."""
+    prediction_file: str | None = None
+    """Format of an official scorer's prediction file to write too (a key of
+    :data:`srnet.evaluation.challenge.PREDICTION_FILES`, e.g. ``hans``)."""
 
 
 @dataclass(frozen=True)
