@@ -4,7 +4,10 @@ This module is self-contained (torch and transformers only): ``srnet export --sh
 it into the export as ``modeling_srnet.py`` and names its classes in ``config.json``'s
 ``auto_map``, so plain ``transformers`` loads the export with ``trust_remote_code=True``.
 ``config.srnet_linear_shapes`` maps each resized Linear's qualified name to ``[out, in]``.
-A layer with no head (or neuron) left keeps one all-zero unit, which adds nothing.
+A layer with no head (or neuron) left keeps one all-zero unit, which adds nothing.  The
+attention modules keep their original ``num_attention_heads``/``all_head_size`` attributes (and
+the config its head count): their forward passes reshape with ``view(..., -1, head_size)``, so
+the head count follows the weights.
 """
 
 from __future__ import annotations
