@@ -75,6 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl)")
     p.set_defaults(func=cmd_predict)
 
+    p = sub.add_parser("attack", help="attack a run's or model's predictions (charswap, wordswap)")
+    p.add_argument("model", help="srnet run directory, or a model with --recipe and --out")
+    p.add_argument("--recipe", help="recipe naming the task and data (default: the run's config.yaml)")
+    p.add_argument("--attack", required=True, help="attack name: charswap, wordswap")
+    p.add_argument("--n", type=int, help="examples to attack, drawn with --seed (default: the whole split)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--split", default="dev", help="dev, or the name of an eval/challenge split")
+    p.add_argument("--out", help="results folder (default RUN/attack)")
+    p.add_argument("--param", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                   help="attack setting, e.g. --param max_fraction=0.2 (repeatable)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_attack)
+
     p = sub.add_parser("demo", help="fine-tune the default backbone offline and print ID vs OOD")
     p.add_argument("--data-dir", help="use the real MNLI sample and HANS from this folder")
     p.add_argument("--output-dir", default="runs")
@@ -197,6 +210,28 @@ def cmd_predict(args) -> int:
 
     path = predict_run_split(args.run_dir, args.split, args.output)
     print(f"wrote {path}")
+    return 0
+
+
+def cmd_attack(args) -> int:
+    import yaml
+
+    from srnet import api
+    from srnet.report import format_table
+
+    params = {}
+    for item in args.params:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SrnetError(f"--param {item!r}: expected KEY=VALUE")
+        params[key] = yaml.safe_load(value)
+    report = api.attack(args.model, args.recipe, args.overrides, attack=args.attack, n=args.n, seed=args.seed,
+                        split=args.split, out=args.out, params=params)
+    s = report.summary
+    row = {k: s[k] for k in ("total", "skipped", "successful", "failed", "clean", "aua", "success_rate",
+                             "avg_queries")}
+    print(format_table([row], list(row)))
+    print(f"\nwrote {report.summary_path} and {report.examples_path}")
     return 0
 
 
