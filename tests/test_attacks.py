@@ -22,7 +22,8 @@ SENTENCES = [
     "a dull and tedious movie", "great actors in a good story", "the plot is boring and the acting awful",
 ]
 TABLE = SynonymTable({
-    "movie": ["film", "picture", "flick"], "good": ["fine", "nice", "decent"], "great": ["terrific", "superb"],
+    "movie": ["film", "picture", "flick"], "good": ["fine", "nice", "decent"],
+    "great": ["terrific", "superb"],
     "charming": ["delightful", "lovely"], "journey": ["trip", "voyage"], "bad": ["poor", "lousy"],
     "boring": ["dull", "tedious"], "awful": ["dreadful", "terrible"], "acting": ["performance"],
     "funny": ["amusing", "comic"], "warm": ["cordial", "kind"], "story": ["tale", "plot"],
@@ -157,7 +158,8 @@ def nli_run(tmp_path_factory, tiny_model_dir):
     for name in ("train", "dev"):
         (root / f"{name}.jsonl").write_text("".join(
             json.dumps({"premise": p, "hypothesis": h, "label": y}) + "\n" for p, h, y in rows))
-    code = main(["finetune", "--model", str(tiny_model_dir), "--task", "nli", "--train", str(root / "train.jsonl"),
+    code = main(["finetune", "--model", str(tiny_model_dir), "--task", "nli",
+                 "--train", str(root / "train.jsonl"),
                  "--dev", str(root / "dev.jsonl"), "--output-dir", str(root / "runs"), "--name", "ft",
                  "--set", "training.max_steps=2"])
     assert code == 0
@@ -176,7 +178,8 @@ def test_cli_attack_nli_run_edits_only_the_hypothesis(capsys, nli_run):
     for key in ("successful", "failed", "skipped"):
         assert summary[key] == sum(r["result"] == key for r in rows)
     attacked = [r for r in rows if r["result"] != "skipped"]
-    assert summary["avg_queries"] == pytest.approx(sum(r["queries"] for r in attacked) / max(1, len(attacked)))
+    mean_queries = sum(r["queries"] for r in attacked) / max(1, len(attacked))
+    assert summary["avg_queries"] == pytest.approx(mean_queries)
     assert "success_rate" in out
 
 
@@ -196,7 +199,8 @@ def test_cli_attack_bad_input(capsys, nli_run, tmp_path, monkeypatch):
 def test_cli_attack_plain_model_wordswap_with_embedding_neighbours(capsys, sentiment_model, tmp_path):
     path, _, _ = sentiment_model
     data = tmp_path / "dev.jsonl"
-    data.write_text("".join(json.dumps({"sentence": s, "label": i % 2}) + "\n" for i, s in enumerate(SENTENCES)))
+    rows = [json.dumps({"sentence": s, "label": i % 2}) for i, s in enumerate(SENTENCES)]
+    data.write_text("\n".join(rows) + "\n")
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"task: sentiment\ndata:\n  dev: {{path: {data}}}\n")
     out = tmp_path / "out"

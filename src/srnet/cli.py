@@ -133,6 +133,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a")
     p.add_argument("b")
     p.set_defaults(func=cmd_masks_compare)
+    p = masks.add_parser("draw", help="draw a ticket: the globally top-(1-s) learned scores (l0, mask_train)")
+    p.add_argument("source", help="run directory or mask_scores.safetensors")
+    p.add_argument("--sparsity", type=float, required=True, help="fraction of zeros over all masked weights")
+    p.add_argument("--out", required=True, help="masks.safetensors to write (for method 'fixed')")
+    p.set_defaults(func=cmd_masks_draw)
+    p = masks.add_parser("random-like", help="a random mask with another mask's per-matrix sparsity")
+    p.add_argument("masks", help="masks.safetensors file or run directory")
+    p.add_argument("--out", required=True, help="masks.safetensors file to write")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_masks_random_like)
     return parser
 
 
@@ -317,6 +327,22 @@ def cmd_masks_compare(args) -> int:
     b, _ = load_masks(args.b)
     comparison = compare_masks(a, b, labels=(args.a, args.b))
     print(format_table(comparison.rows(), ["name", "jaccard", "distance"]))
+    return 0
+
+
+def cmd_masks_draw(args) -> int:
+    from srnet.sparsity.tickets import write_ticket
+
+    meta = write_ticket(args.source, args.sparsity, args.out)
+    print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
+    return 0
+
+
+def cmd_masks_random_like(args) -> int:
+    from srnet.sparsity.tickets import write_random_like
+
+    meta = write_random_like(args.masks, args.out, args.seed)
+    print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
     return 0
 
 

@@ -63,7 +63,7 @@ def attack_run(
     is_run = run.model.is_dir()
     if recipe is None:
         if not is_run:
-            raise SrnetError(f"'{model}' is not an srnet run directory; pass --recipe naming the task and data")
+            raise SrnetError(f"'{model}' is not an srnet run directory; pass --recipe naming the task")
         recipe = load_recipe(run.config)
     if out is None:
         if not is_run:
@@ -84,7 +84,9 @@ def attack_run(
     net = load_classifier(source, task.labels).to(default_device()).eval()
     attacker.prepare(net, tokenizer)
     space = label_space(task, spec)
-    victim = Victim(net, tokenizer, recipe.model.max_length, collapse=lambda p: space.collapse(p, task.labels))
+    victim = Victim(
+        net, tokenizer, recipe.model.max_length, collapse=lambda p: space.collapse(p, task.labels)
+    )
 
     started = time.perf_counter()
     outcomes = [
@@ -116,7 +118,7 @@ def attack_run(
 
 
 def _choose(size: int, n: int | None, seed: int) -> list[int]:
-    """``n`` example indices drawn with ``seed`` (all when ``n`` is None or the split's size), in file order."""
+    """``n`` indices drawn with ``seed`` (all when ``n`` is None or the size), in file order."""
     if n is None or n == size:
         return list(range(size))
     return sorted(int(i) for i in np.random.default_rng(seed).choice(size, n, replace=False))
@@ -129,11 +131,12 @@ def _rescore(net, tokenizer, examples: list[Example], outcomes: list[AttackOutco
     if not hits:
         return 0
     perturbed = [
-        Example(ex.id, ex.text_a if ex.text_b is not None else o.perturbed, o.perturbed if ex.text_b is not None
-                else None, ex.label)
+        Example(ex.id, ex.text_a, o.perturbed, ex.label) if ex.text_b is not None
+        else Example(ex.id, o.perturbed, None, ex.label)
         for ex, o in hits
     ]
-    preds = predict(predict_logits(net, tokenizer, perturbed, max_length=recipe.model.max_length), labels, space)
+    logits = predict_logits(net, tokenizer, perturbed, max_length=recipe.model.max_length)
+    preds = predict(logits, labels, space)
     rejected = 0
     for (ex, outcome), pred in zip(hits, preds, strict=True):
         outcome.pred_after = int(pred)

@@ -1,4 +1,7 @@
-"""Built-in text attacks (offline, batched): ``charswap`` (DeepWordBug-style), ``wordswap`` (TextFooler-style)."""
+"""Built-in text attacks, offline and batched.
+
+``charswap`` (DeepWordBug-style) and ``wordswap`` (TextFooler-style).
+"""
 
 from srnet.evaluation.attacks import charswap, wordswap  # noqa: F401  (registers the attacks)
 from srnet.evaluation.attacks.base import (

@@ -38,7 +38,8 @@ class AttackParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_fraction: float = Field(
-        0.3, gt=0.0, le=1.0, description="Most words changed, as a fraction of the field's words (at least 1)."
+        0.3, gt=0.0, le=1.0,
+        description="Most words changed, as a fraction of the field's words (at least 1).",
     )
 
 
@@ -79,7 +80,9 @@ class Attack(ABC):
         return None
 
     @abstractmethod
-    def candidates(self, original: Words, current: Words, index: int, rng: np.random.Generator) -> list[Candidate]:
+    def candidates(
+        self, original: Words, current: Words, index: int, rng: np.random.Generator
+    ) -> list[Candidate]:
         """Edits of word ``index`` of ``current`` that satisfy the attack's constraints."""
 
     def attack(self, victim: Victim, pair: Pair, gold: int, rng: np.random.Generator) -> AttackOutcome:

@@ -46,6 +46,8 @@ class CharSwap(Attack):
     params_model = CharSwapParams
     params: CharSwapParams
 
-    def candidates(self, original: Words, current: Words, index: int, rng: np.random.Generator) -> list[Candidate]:
+    def candidates(
+        self, original: Words, current: Words, index: int, rng: np.random.Generator
+    ) -> list[Candidate]:
         word = current.words[index]
         return [Candidate(current.replace(index, w)) for w in char_edits(word, self.params.per_op, rng)]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 WORD = re.compile(r"[A-Za-z]+")
 
-STOP_WORDS = frozenset("""
+_STOP_WORDS = """
 a about above across after afterwards again against all almost alone along already also although
 always am among amongst an and another any anyhow anyone anything anyway anywhere are around as at
 be became because been before beforehand behind being below beside besides between beyond both but
@@ -23,7 +23,8 @@ therefore therein thereupon these they this those through throughout thru thus t
 under unless until up upon us used ve was wasn we were weren what whatever when whence whenever where
 whereafter whereas whereby wherein whereupon wherever whether which while whither who whoever whole
 whom whose why with within without won would wouldn y yet you your yours yourself yourselves re m
-""".split())
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
 """Words an attack never edits (a short English list in the spirit of TextFooler's)."""
 
 

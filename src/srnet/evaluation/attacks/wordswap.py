@@ -23,12 +23,16 @@ class WordSwapParams(AttackParams):
     )
     max_candidates: int = Field(30, ge=1, description="Most substitutes tried per word.")
     embedding_k: int = Field(15, ge=1, description="Embedding neighbours looked at per word.")
-    embedding_min_cos: float = Field(0.5, ge=-1.0, le=1.0, description="Least cosine of an embedding neighbour.")
+    embedding_min_cos: float = Field(
+        0.5, ge=-1.0, le=1.0, description="Least cosine of an embedding neighbour."
+    )
     min_similarity: float = Field(
         0.8, ge=-1.0, le=1.0,
         description="Least cosine between the original and the edited field (mean-pooled sentence encoder).",
     )
-    similarity_model: str = Field("default", description="Sentence encoder: 'default' (all-MiniLM-L6-v2) or a path.")
+    similarity_model: str = Field(
+        "default", description="Sentence encoder: 'default' (all-MiniLM-L6-v2) or a path."
+    )
 
 
 @register_attack("wordswap")
@@ -61,7 +65,9 @@ class WordSwap(Attack):
         if self.encoder is None:
             self.encoder = SentenceEncoder(p.similarity_model)
 
-    def candidates(self, original: Words, current: Words, index: int, rng: np.random.Generator) -> list[Candidate]:
+    def candidates(
+        self, original: Words, current: Words, index: int, rng: np.random.Generator
+    ) -> list[Candidate]:
         if self.neighbours is None or self.encoder is None:
             raise RuntimeError("wordswap: call prepare(model, tokenizer) before attacking")
         word = current.words[index]
