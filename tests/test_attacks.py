@@ -175,6 +175,8 @@ def test_cli_attack_nli_run_edits_only_the_hypothesis(capsys, nli_run):
     assert len(rows) == 6 == summary["total"]
     hypotheses = {json.loads(x)["hypothesis"] for x in (nli_run / "dev.jsonl").read_text().splitlines()}
     assert all(r["original"] in hypotheses for r in rows)
+    labels = {"entailment", "neutral", "contradiction"}
+    assert all({r["gold"], r["pred_before"], r["pred_after"]} <= labels for r in rows)
     for key in ("successful", "failed", "skipped"):
         assert summary[key] == sum(r["result"] == key for r in rows)
     attacked = [r for r in rows if r["result"] != "skipped"]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from srnet.config import Recipe
+from srnet.config import Recipe, load_recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import AttackOutcome, Victim, attack_metrics, build_attack
 from srnet.evaluation.metrics import predict
@@ -57,8 +57,6 @@ def attack_run(
     ``recipe`` defaults to a run's own ``config.yaml``; ``resources`` are passed to the attack
     (e.g. ``neighbours=SynonymTable(...)``).
     """
-    from srnet.config import load_recipe
-
     run = RunDir(Path(model))
     is_run = run.model.is_dir()
     if recipe is None:
@@ -111,7 +109,9 @@ def attack_run(
         "queries_per_s": round(victim.queries / elapsed, 1) if elapsed > 0 else None,
     }
     out = Path(out)
-    rows = [{"id": examples[i].id, **asdict(o)} for i, o in zip(chosen, outcomes, strict=True)]
+    names = space.names
+    rows = [{"id": examples[i].id, **asdict(o), "gold": names[o.gold], "pred_before": names[o.pred_before],
+             "pred_after": names[o.pred_after]} for i, o in zip(chosen, outcomes, strict=True)]
     examples_path = atomic_write_jsonl(out / f"{attack}.jsonl", rows)
     summary_path = atomic_write_json(out / f"{attack}.json", summary)
     return AttackReport(summary_path, examples_path, summary)
