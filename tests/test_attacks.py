@@ -196,6 +196,10 @@ def test_cli_attack_bad_input(capsys, nli_run, tmp_path, monkeypatch):
     assert code == 2 and "apt-get install wordnet-base" in err and len(err.strip().splitlines()) == 1
     code, _, err = _cli(capsys, "attack", run, "--attack", "charswap", "--param", "max_fraction=2")
     assert code == 2 and "max_fraction" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"premise": "a cat", "hypothesis": " ", "label": "neutral"}) + "\n")
+    code, _, err = _cli(capsys, "attack", run, "--attack", "charswap", "--set", f"data.dev.path={empty}")
+    assert code == 2 and "no text field to attack" in err
 
 
 def test_cli_attack_plain_model_wordswap_with_embedding_neighbours(capsys, sentiment_model, tmp_path):
