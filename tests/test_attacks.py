@@ -111,6 +111,13 @@ def _one_edit(a: str, b: str) -> bool:
     return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
+def test_words_round_trip_and_editable():
+    words = Words.split("you wonder why it was n't a Movie .")
+    assert words.text == "you wonder why it was n't a Movie ."
+    assert [words.words[i] for i in words.editable()] == ["wonder", "Movie"]
+    assert words.replace(1, "marvel").text == "you marvel why it was n't a Movie ."
+
+
 def test_char_edits_are_one_edit_and_seeded():
     edits = char_edits("movie", 3, np.random.default_rng(0))
     assert edits == char_edits("movie", 3, np.random.default_rng(0))

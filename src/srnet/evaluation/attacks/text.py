@@ -66,8 +66,8 @@ class Words:
         return [i for i, (a, b) in enumerate(zip(self.words, other.words, strict=True)) if a != b]
 
     def editable(self) -> list[int]:
-        """Indices of the words an attack may edit (not stop words)."""
-        return [i for i, w in enumerate(self.words) if w.lower() not in STOP_WORDS]
+        """Indices of the words an attack may edit: not stop words, not single letters (``n't``)."""
+        return [i for i, w in enumerate(self.words) if len(w) > 1 and w.lower() not in STOP_WORDS]
 
 
 def match_case(word: str, like: str) -> str:
