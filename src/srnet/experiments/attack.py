@@ -22,8 +22,8 @@ from srnet.errors import SrnetError
 from srnet.evaluation.attacks import AttackOutcome, Victim, attack_metrics, build_attack
 from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits
+from srnet.experiments.data import data_base_dir
 from srnet.experiments.predict import find_split
-from srnet.experiments.run import data_base_dir
 from srnet.experiments.rundir import RunDir
 from srnet.io import atomic_write_json, atomic_write_jsonl
 from srnet.models import default_device, load_classifier, load_tokenizer
