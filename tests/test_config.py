@@ -22,7 +22,9 @@ def test_defaults_and_overrides(tmp_path):
     assert recipe.training.epochs == 2
     assert recipe.model.max_length == 64
     assert recipe.loss.name == "poe"
-    assert recipe.pruning is None
+    assert recipe.pruning.method == "dense" and recipe.objective.name == "standard"
+    legacy = load_recipe(write(tmp_path, "name: x\npruning: null\n"))  # old recipes and run dirs
+    assert legacy.pruning == recipe.pruning and legacy.fingerprint() == load_recipe(path).fingerprint()
 
 
 def test_override_creates_nested_section():

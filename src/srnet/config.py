@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
-from srnet.pruning.config import PruningConfig
+from srnet.pruning.config import DENSE, PruningConfig
 from srnet.tasks.spec import DataSpec
 
 
@@ -94,6 +94,23 @@ class LossConfig(_Strict):
     difficulty: str | None = Field(None, description="RMC difficulty file for the training split")
 
 
+class ObjectiveConfig(_Strict):
+    name: str = Field("standard", description="training objective registry name: standard, freelb")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="objective parameters, e.g. freelb {steps: 3, step_size: 0.03}"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ObjectiveConfig:
+        from srnet.training.objectives import build_objective
+
+        try:
+            build_objective(self.name, self.params)
+        except SrnetError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+
 class Recipe(_Strict):
     name: str = Field("run", description="run name; the run directory is <output_dir>/<name>")
     task: str = Field("nli", description="task registry name")
@@ -103,7 +120,11 @@ class Recipe(_Strict):
     data: DataConfig = Field(default_factory=DataConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
-    pruning: PruningConfig | None = Field(None, description="subnetwork search (null = dense)")
+    objective: ObjectiveConfig = Field(default_factory=ObjectiveConfig, description="training objective")
+    pruning: PruningConfig = Field(
+        default_factory=lambda: PruningConfig(**DENSE),
+        description="subnetwork search (default: method dense; null is accepted for dense)",
+    )
     bias: BiasConfig = Field(default_factory=BiasConfig, description="bias model for `srnet bias fit`")
     bias_dir: str | None = Field(
         None,
@@ -113,6 +134,11 @@ class Recipe(_Strict):
     dense_reference: str | None = Field(
         None, description="run directory of the dense model, for the F_bias relative-robustness metric"
     )
+
+    @field_validator("pruning", mode="before")
+    @classmethod
+    def _null_is_dense(cls, value: Any) -> Any:
+        return dict(DENSE) if value is None else value
 
     def semantic_dict(self) -> dict[str, Any]:
         """The resolved recipe without the keys that cannot change a result (:data:`NON_SEMANTIC`)."""

@@ -40,6 +40,7 @@ from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.training.data import EncodedDataset
 from srnet.training.loop import Trainer
+from srnet.training.objectives import build_objective
 
 DATA_DIR_ENV = "SRNET_DATA_DIR"
 """Environment variable naming the folder that relative data paths are read from."""
@@ -152,6 +153,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         trainer = Trainer(
             model, tokenizer, train_set, recipe.training, loss, run.root,
             seed=recipe.seed, method=method, dev_metric=dev_metric,
+            objective=build_objective(recipe.objective.name, recipe.objective.params),
             mask_metadata=lambda m: _mask_metadata(recipe, source, model, m),
         )
         state = trainer.train(resume=resume)

@@ -2,9 +2,13 @@
 
 The loop owns optimisation (AdamW, linear warm-up/decay, clipping, accumulation), the
 evaluation cadence, best-checkpoint choice on the ID dev metric only, resumable
-checkpoints and logging.  A pruning method plugs in through its small interface
-(``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``); a loss is any registered
-callable ``loss(logits, labels, extras, progress)``.
+checkpoints and logging.  The step itself is :func:`srnet.training.objectives.train_step` with a
+registered objective (``standard``, ``freelb``) and a registered loss.  A pruning method plugs in
+through its small interface (``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``);
+dense training is the ``dense`` method, whose mask set is empty.
+
+In a multi-process run (``accelerate launch``) every rank trains and evaluates; only the main
+process writes checkpoints, exports and logs, and the others wait for it after each write.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from transformers import get_linear_schedule_with_warmup
 from srnet.config import TrainingConfig
 from srnet.errors import SrnetError
 from srnet.export import export_model
+from srnet.losses import Loss
+from srnet.pruning.base import PruningMethod
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
     load_model_state,
@@ -33,7 +39,8 @@ from srnet.training.checkpoint import (
     save_model_state,
     set_rng_state,
 )
-from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler, model_inputs
+from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler
+from srnet.training.objectives import Objective, Standard, train_step
 
 DevMetric = Callable[[torch.nn.Module], float]
 """Evaluates the model (already frozen and in eval mode) on the ID dev split; higher is better."""
@@ -87,11 +94,12 @@ class Trainer:
         tokenizer,
         train_set: EncodedDataset,
         cfg: TrainingConfig,
-        loss_fn,
+        loss_fn: Loss,
         work_dir: Path,
         *,
         seed: int,
-        method=None,
+        method: PruningMethod,
+        objective: Objective | None = None,
         dev_metric: DevMetric | None = None,
         mask_metadata: Callable[[dict[str, torch.Tensor]], MaskMetadata] | None = None,
     ) -> None:
@@ -100,31 +108,31 @@ class Trainer:
         self.model = model
         self.loss_fn = loss_fn
         self.method = method
+        self.objective = objective if objective is not None else Standard()
         self.dev_metric = dev_metric
         self.mask_metadata = mask_metadata
         self.work_dir = Path(work_dir)
         self.seed = seed
         self.steps = total_steps(cfg, len(train_set))
-        self.extra_keys = tuple(train_set.extras)
         self.sampler = LengthGroupedBatchSampler(
             train_set.lengths, cfg.batch_size, seed, cfg.group_by_length
         )
+        # the loader's own generator: creating an iterator must not draw from the global RNG,
+        # or a resumed run's dropout would be one draw off the uninterrupted run's
         self.loader = DataLoader(
-            train_set, batch_sampler=self.sampler, collate_fn=Collator(tokenizer, train_set.extras)
+            train_set, batch_sampler=self.sampler, collate_fn=Collator(tokenizer, train_set.extras),
+            generator=torch.Generator().manual_seed(seed),
         )
         self.accelerator = Accelerator(
             mixed_precision=cfg.mixed_precision,
             gradient_accumulation_steps=cfg.grad_accum,
             cpu=not torch.cuda.is_available(),
         )
-        if method is not None:
-            method.prepare(model, self.steps)
-            groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
-            trained = {id(p) for p in model.parameters() if p.requires_grad}
-            mask_params = {id(p) for g in groups for p in g["params"]}
-            groups += weight_param_groups(model, cfg.lr, cfg.weight_decay, trained - mask_params)
-        else:
-            groups = weight_param_groups(model, cfg.lr, cfg.weight_decay)
+        method.prepare(model, self.steps)
+        groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
+        trained = {id(p) for p in model.parameters() if p.requires_grad}
+        mask_params = {id(p) for g in groups for p in g["params"]}
+        groups += weight_param_groups(model, cfg.lr, cfg.weight_decay, trained - mask_params)
         if not groups:
             raise SrnetError("nothing to train: every parameter is frozen")
         self.optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
@@ -140,7 +148,7 @@ class Trainer:
         self.best_dir = self.work_dir / "checkpoints" / "best"
         self.log_path = self.work_dir / "log.jsonl"
         self._tb = None
-        if cfg.tensorboard:
+        if cfg.tensorboard and self.accelerator.is_main_process:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:
@@ -163,7 +171,8 @@ class Trainer:
         cfg = self.cfg
         eval_every = cfg.eval_every or max(1, math.ceil(len(self.loader) / cfg.grad_accum))
         save_every = cfg.checkpoint_every or eval_every
-        bar = tqdm(total=self.steps, initial=self.state.step, desc="train", dynamic_ncols=True)
+        bar = tqdm(total=self.steps, initial=self.state.step, desc="train", dynamic_ncols=True,
+                   disable=not self.accelerator.is_main_process)
         self.model.train()
         running, started = [], time.perf_counter()
         while self.state.step < self.steps:
@@ -172,19 +181,17 @@ class Trainer:
             for batch in loader:
                 self.state.batch_in_epoch += 1
                 with self.accelerator.accumulate(self.model):
-                    loss = self._loss(batch)
-                    self.accelerator.backward(loss)
-                    if self.accelerator.sync_gradients and cfg.max_grad_norm:
-                        self.accelerator.clip_grad_norm_(self._trained_params(), cfg.max_grad_norm)
-                    self.optimizer.step()
-                    self.scheduler.step()
-                    self.optimizer.zero_grad(set_to_none=True)
-                running.append(loss.item())
+                    logs = train_step(
+                        self.model, batch, self.objective, self.loss_fn, self.optimizer,
+                        scheduler=self.scheduler, progress=self.state.step / self.steps,
+                        penalty=self.method.penalty, backward=self.accelerator.backward, clip=self._clip,
+                    )
+                running.append(logs["loss"])
                 if not self.accelerator.sync_gradients:
                     continue
                 self.state.step += 1
                 bar.update(1)
-                if self.method is not None and self.method.on_step(self.state.step):
+                if self.method.on_step(self.state.step):
                     self.optimizer.state.clear()
                 step = self.state.step
                 if step % cfg.log_every == 0 or step == self.steps:
@@ -209,7 +216,7 @@ class Trainer:
         return self.state
 
     def load_best(self) -> dict[str, torch.Tensor] | None:
-        """Load the best model state; return its exact masks (None for dense training)."""
+        """Load the best model state; return its exact masks (None when the method masks nothing)."""
         load_model_state(self.unwrapped, self.best_dir / "model.safetensors")
         masks_path = self.best_dir / "masks.safetensors"
         return load_masks(masks_path)[0] if masks_path.exists() else None
@@ -218,24 +225,14 @@ class Trainer:
     def _trained_params(self) -> list[torch.nn.Parameter]:
         return [p for g in self.optimizer.param_groups for p in g["params"]]
 
-    def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
-        logits = self.model(**model_inputs(self.unwrapped, batch)).logits
-        extras = {k: batch[k] for k in self.extra_keys}
-        progress = self.state.step / self.steps
-        loss = self.loss_fn(logits.float(), batch["labels"], extras, progress)
-        if self.method is not None:
-            penalty = self.method.penalty()
-            if penalty is not None:
-                loss = loss + penalty
-        return loss
+    def _clip(self) -> None:
+        if self.accelerator.sync_gradients and self.cfg.max_grad_norm:
+            self.accelerator.clip_grad_norm_(self._trained_params(), self.cfg.max_grad_norm)
 
     def _eligible(self) -> bool:
         """A checkpoint may be 'best' after ``select_after`` and once the final sparsity is reached."""
         if self.state.step < self.cfg.select_after * self.steps:
             return False
-        if self.method is None:
-            return True
         final = self.method.current_sparsity(self.steps)
         return abs(self.method.current_sparsity(self.state.step) - final) < 1e-9
 
@@ -243,14 +240,12 @@ class Trainer:
         if self.dev_metric is None:
             return
         model = self.unwrapped
-        if self.method is not None:
-            self.method.freeze()
+        self.method.freeze()
         model.eval()
         metric = float(self.dev_metric(model))
         model.train()
-        entry: dict = {"step": self.state.step, "event": "eval", "dev": metric}
-        if self.method is not None:
-            entry["sparsity"] = self.method.sparsity_report()["overall"]
+        entry: dict = {"step": self.state.step, "event": "eval", "dev": metric,
+                       "sparsity": self.method.sparsity_report()["overall"]}
         eligible = self._eligible()
         if eligible and (self.state.best_metric is None or metric > self.state.best_metric):
             self.state.best_metric, self.state.best_step = metric, self.state.step
@@ -261,25 +256,30 @@ class Trainer:
 
     def _save_best(self) -> None:
         model = self.unwrapped
-        if self.method is not None:
-            self.method.freeze()
+        self.method.freeze()
+        masks = self.method.masks()
 
         def write(folder: Path) -> None:
             save_model_state(model, folder / "model.safetensors")
-            if self.method is not None:
-                masks = self.method.masks()
+            if masks:
                 save_masks(folder / "masks.safetensors", masks, self.mask_metadata(masks))
 
-        save_folder_atomically(self.best_dir, write)
+        self._write(self.best_dir, write)
+
+    def _write(self, folder: Path, write: Callable[[Path], None]) -> None:
+        """Write a checkpoint folder atomically on the main process; every rank waits for it."""
+        if self.accelerator.is_main_process:
+            save_folder_atomically(folder, write)
+        self.accelerator.wait_for_everyone()
 
     def _export_intermediate(self) -> None:
         """A plain Hugging Face checkpoint of the model at this step (masks baked in)."""
-        masks = {}
-        if self.method is not None:
-            self.method.freeze()
-            masks = self.method.masks()
+        self.method.freeze()
+        masks = self.method.masks()
         out = self.work_dir / "intermediate" / f"step_{self.state.step}"
-        export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
+        if self.accelerator.is_main_process:
+            export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
+        self.accelerator.wait_for_everyone()
         self._log({"event": "export", "step": self.state.step, "path": str(out)})
 
     def _save_last(self) -> None:
@@ -292,20 +292,20 @@ class Trainer:
                     "state": asdict(self.state),
                     "optimizer": self.optimizer.state_dict(),
                     "scheduler": self.scheduler.state_dict(),
-                    "method": self.method.state_dict() if self.method is not None else None,
+                    "method": self.method.state_dict(),
                     "rng": rng_state(),
                 },
                 folder / "trainer.pt",
             )
 
-        save_folder_atomically(self.last_dir, write)
+        self._write(self.last_dir, write)
 
     def _load_last(self) -> None:
         saved = torch.load(self.last_dir / "trainer.pt", weights_only=False)
         load_model_state(self.unwrapped, self.last_dir / "model.safetensors")
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
-        if self.method is not None and saved["method"] is not None:
+        if saved["method"] is not None:  # None: a dense run saved before the dense method existed
             self.method.load_state_dict(saved["method"])
         set_rng_state(saved["rng"])
         self.state = TrainState(**saved["state"])
@@ -319,13 +319,14 @@ class Trainer:
             "loss": sum(losses) / max(1, len(losses)),
             "lr": self.scheduler.get_last_lr()[0],
             "s_per_step": (time.perf_counter() - started) / max(1, len(losses)),
+            "target_sparsity": self.method.current_sparsity(self.state.step),
         }
-        if self.method is not None:
-            entry["target_sparsity"] = self.method.current_sparsity(self.state.step)
         bar.set_postfix(loss=f"{entry['loss']:.4f}")
         self._log(entry)
 
     def _log(self, entry: dict) -> None:
+        if not self.accelerator.is_main_process:
+            return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")
