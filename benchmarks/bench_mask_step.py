@@ -19,8 +19,10 @@ import time
 
 import torch
 
+from srnet.losses import build_loss
 from srnet.models import load_classifier
-from srnet.pruning import PruningConfig, PruningMethod, build_method
+from srnet.pruning import PruningConfig, build_method
+from srnet.training.objectives import build_objective, train_step
 
 LR = 2e-5
 
@@ -35,32 +37,25 @@ class Variant:
         self.model = load_classifier(model, ("entailment", "neutral", "contradiction")).to(device)
         self.model.train()
         self.batch = batch
-        self.method: PruningMethod | None = None
-        if kind == "dense":
-            groups = [{"params": list(self.model.parameters()), "lr": LR}]
-        else:
-            cfg = PruningConfig(
-                method=kind,
-                sparsity=0.5,
-                rerank_every=rerank_every,
-                imp={"prune_fraction": 0.5, "every": 1 / total_steps},  # 50% at step 1
-            )
-            self.method = build_method(cfg, seed=0)
-            self.method.prepare(self.model, total_steps)
-            groups = self.method.param_groups(self.model, LR)
-        self.optimizer = torch.optim.AdamW(groups, lr=LR)
+        cfg = PruningConfig(
+            method=kind,
+            sparsity=0.0 if kind == "dense" else 0.5,
+            rerank_every=rerank_every,
+            imp={"prune_fraction": 0.5, "every": 1 / total_steps},  # 50% at step 1
+        )
+        self.method = build_method(cfg, seed=0)
+        self.method.prepare(self.model, total_steps)
+        self.optimizer = torch.optim.AdamW(self.method.param_groups(self.model, LR), lr=LR)
+        self.objective, self.loss = build_objective("standard"), build_loss("ce")
         self.steps_done = 0
 
     def step(self) -> None:
-        loss = self.model(**self.batch).loss
-        if self.method is not None and (penalty := self.method.penalty()) is not None:
-            loss = loss + penalty
-        loss.backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        """The trainer's step (srnet.training.objectives.train_step), then the method's on_step."""
+        train_step(
+            self.model, self.batch, self.objective, self.loss, self.optimizer, penalty=self.method.penalty
+        )
         self.steps_done += 1
-        if self.method is not None:
-            self.method.on_step(self.steps_done)
+        self.method.on_step(self.steps_done)
 
 
 def main() -> None:
@@ -101,7 +96,6 @@ def main() -> None:
             times[k].append((time.perf_counter() - start) / args.steps * 1000)
 
     method = variants["mask_train"].method
-    assert method is not None
     start = time.perf_counter()
     method.freeze()
     sync()
