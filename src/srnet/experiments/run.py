@@ -39,7 +39,7 @@ from srnet.tasks import Task, get_task, load_examples, load_split
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.training.data import EncodedDataset
-from srnet.training.loop import Trainer
+from srnet.training.loop import Trainer, is_main_process
 from srnet.training.objectives import build_objective
 
 DATA_DIR_ENV = "SRNET_DATA_DIR"
@@ -130,11 +130,14 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     task = get_task(recipe.task)
     check_runnable(recipe, run, resume=resume)
     data = load_run_data(recipe, task)
-    run.prepare(resume=resume, overwrite=overwrite)
+    main = is_main_process()  # multi-process runs: only rank 0 writes the run directory
+    if main:
+        run.prepare(resume=resume, overwrite=overwrite)
     if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
         raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
-    atomic_write_text(run.config, dump_recipe(recipe))
-    atomic_write_json(run.environment, environment())
+    if main:
+        atomic_write_text(run.config, dump_recipe(recipe))
+        atomic_write_json(run.environment, environment())
     set_seed(recipe.seed)
     started = time.perf_counter()
 
@@ -162,6 +165,8 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         model = trainer.unwrapped
         if method is not None:
             method.freeze()
+        if not main:  # the other ranks trained in step with rank 0, which evaluates and writes
+            return RunResult(run.root, {})
     else:
         model.to(default_device())
     if data.train is None and method is not None:

@@ -13,8 +13,10 @@ process writes checkpoints, exports and logs, and the others wait for it after e
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -57,12 +59,30 @@ class TrainState:
     best_step: int | None = None
 
 
-def total_steps(cfg: TrainingConfig, num_examples: int) -> int:
-    """Optimizer steps implied by ``max_steps`` or ``epochs``."""
+def is_main_process() -> bool:
+    """True in a single-process run and on rank 0 of an ``accelerate launch`` (read from the
+    launcher's ``RANK``, so it can be asked before any Accelerator exists)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def total_steps(cfg: TrainingConfig, num_examples: int, num_processes: int = 1) -> int:
+    """Optimizer steps implied by ``max_steps`` or ``epochs`` (each process takes ``batch_size``
+    examples per micro-batch, so ``num_processes`` share an epoch's batches)."""
     if cfg.max_steps is not None:
         return cfg.max_steps
-    per_epoch = math.ceil(math.ceil(num_examples / cfg.batch_size) / cfg.grad_accum)
+    batches = math.ceil(math.ceil(num_examples / cfg.batch_size) / num_processes)
+    per_epoch = math.ceil(batches / cfg.grad_accum)
     return max(1, math.ceil(per_epoch * cfg.epochs))
+
+
+def mask_digest(masks: dict[str, torch.Tensor]) -> int:
+    """A 63-bit digest of a mask set (names, shapes and bits), to compare masks across processes."""
+    h = hashlib.sha256()
+    for name in sorted(masks):
+        h.update(name.encode())
+        h.update(str(tuple(masks[name].shape)).encode())
+        h.update(masks[name].detach().to("cpu", torch.uint8).contiguous().numpy().tobytes())
+    return int.from_bytes(h.digest()[:8], "big") >> 1
 
 
 def weight_param_groups(
@@ -113,7 +133,12 @@ class Trainer:
         self.mask_metadata = mask_metadata
         self.work_dir = Path(work_dir)
         self.seed = seed
-        self.steps = total_steps(cfg, len(train_set))
+        self.accelerator = Accelerator(
+            mixed_precision=cfg.mixed_precision,
+            gradient_accumulation_steps=cfg.grad_accum,
+            cpu=not torch.cuda.is_available(),
+        )
+        self.steps = total_steps(cfg, len(train_set), self.accelerator.num_processes)
         self.sampler = LengthGroupedBatchSampler(
             train_set.lengths, cfg.batch_size, seed, cfg.group_by_length
         )
@@ -122,11 +147,6 @@ class Trainer:
         self.loader = DataLoader(
             train_set, batch_sampler=self.sampler, collate_fn=Collator(tokenizer, train_set.extras),
             generator=torch.Generator().manual_seed(seed),
-        )
-        self.accelerator = Accelerator(
-            mixed_precision=cfg.mixed_precision,
-            gradient_accumulation_steps=cfg.grad_accum,
-            cpu=not torch.cuda.is_available(),
         )
         method.prepare(model, self.steps)
         groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
@@ -139,9 +159,11 @@ class Trainer:
         self.scheduler = get_linear_schedule_with_warmup(
             self.optimizer, int(cfg.warmup_ratio * self.steps), self.steps
         )
-        # the loader goes through Accelerate too, so accumulation windows end with each epoch
-        self.model, self.optimizer, self.scheduler, self.loader = self.accelerator.prepare(
-            self.model, self.optimizer, self.scheduler, self.loader
+        # the loader goes through Accelerate too, so accumulation windows end with each epoch; the
+        # scheduler does not (Accelerate would step it once per process): it steps once per
+        # optimizer step, so N processes x batch B follow the schedule of 1 process x batch N*B
+        self.model, self.optimizer, self.loader = self.accelerator.prepare(
+            self.model, self.optimizer, self.loader
         )
         self.state = TrainState()
         self.last_dir = self.work_dir / "checkpoints" / "last"
@@ -183,12 +205,13 @@ class Trainer:
                 with self.accelerator.accumulate(self.model):
                     logs = train_step(
                         self.model, batch, self.objective, self.loss_fn, self.optimizer,
-                        scheduler=self.scheduler, progress=self.state.step / self.steps,
+                        progress=self.state.step / self.steps,
                         penalty=self.method.penalty, backward=self.accelerator.backward, clip=self._clip,
                     )
-                running.append(logs["loss"])
+                running.append(self._mean_over_processes(logs["loss"]))
                 if not self.accelerator.sync_gradients:
                     continue
+                self.scheduler.step()
                 self.state.step += 1
                 bar.update(1)
                 if self.method.on_step(self.state.step):
@@ -246,6 +269,8 @@ class Trainer:
         model.train()
         entry: dict = {"step": self.state.step, "event": "eval", "dev": metric,
                        "sparsity": self.method.sparsity_report()["overall"]}
+        if self.accelerator.num_processes > 1:
+            entry["mask_digest_per_rank"] = self._check_ranks_agree()
         eligible = self._eligible()
         if eligible and (self.state.best_metric is None or metric > self.state.best_metric):
             self.state.best_metric, self.state.best_step = metric, self.state.step
@@ -265,6 +290,20 @@ class Trainer:
                 save_masks(folder / "masks.safetensors", masks, self.mask_metadata(masks))
 
         self._write(self.best_dir, write)
+
+    def _mean_over_processes(self, value: float) -> float:
+        """The mean of ``value`` over processes (a rank's loss covers only its share of the batch)."""
+        if self.accelerator.num_processes == 1:
+            return value
+        return self.accelerator.reduce(torch.tensor(value, device=self.accelerator.device), "mean").item()
+
+    def _check_ranks_agree(self) -> list[int]:
+        """Every process must hold the same masks; returns the per-rank digests (all equal)."""
+        mine = torch.tensor([mask_digest(self.method.masks())], device=self.accelerator.device)
+        digests = [int(d) for d in self.accelerator.gather(mine).tolist()]
+        if len(set(digests)) != 1:
+            raise RuntimeError(f"internal error: processes hold different masks (digests {digests})")
+        return digests
 
     def _write(self, folder: Path, write: Callable[[Path], None]) -> None:
         """Write a checkpoint folder atomically on the main process; every rank waits for it."""

@@ -6,7 +6,7 @@ runs ``backward`` and returns what to log.  Objectives see the whole model and b
 that need more than class logits (an MLM head, a teacher's hidden states) fit the same interface.
 
 :func:`train_step` is the training step used by the trainer, the tests and the step benchmark:
-objective (forward + backward), optional clipping, optimizer and scheduler step.
+objective (forward + backward), optional clipping, optimizer step.
 
 Adding an objective is one class and its registry line::
 
@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import torch
+from accelerate.utils import extract_model_from_parallel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torch import Tensor, nn
 
@@ -118,10 +119,12 @@ def with_penalty(value: Tensor, penalty: Penalty) -> Tensor:
 
 @register_objective("standard")
 class Standard(Objective):
-    """Forward, ``loss(logits, labels, extras, progress)`` (+ the method's penalty), backward."""
+    """Forward, ``loss(logits, labels, extras, progress)`` (+ the method's penalty), backward.
+
+    ``model`` may be wrapped (DDP); its forward runs through the wrapper, so gradients sync."""
 
     def step(self, model, batch, loss, *, progress, penalty, backward) -> dict[str, float]:
-        logits = model(**model_inputs(model, batch)).logits
+        logits = model(**model_inputs(extract_model_from_parallel(model), batch)).logits
         value = with_penalty(loss(logits.float(), batch["labels"], loss_extras(batch), progress), penalty)
         backward(value)
         return {"loss": value.item()}
@@ -134,25 +137,22 @@ def train_step(
     loss: Loss,
     optimizer: torch.optim.Optimizer,
     *,
-    scheduler: Any = None,
     progress: float = 0.0,
     penalty: Penalty = lambda: None,
     backward: Backward = Tensor.backward,
     clip: Callable[[], None] | None = None,
 ) -> dict[str, float]:
-    """One training (micro-)step: the objective's forward/backward, ``clip``, optimizer and
-    scheduler step, zeroed gradients.  Returns what the objective logged.
+    """One training (micro-)step: the objective's forward/backward, ``clip``, optimizer step,
+    zeroed gradients.  Returns what the objective logged.
 
-    Under ``accelerator.accumulate`` the prepared optimizer and scheduler skip their step on
-    micro-batches that do not end an accumulation window.  The pruning method's ``on_step``
-    belongs to the caller (it runs once per optimizer step, not per micro-batch).
+    Under ``accelerator.accumulate`` the prepared optimizer skips its step on micro-batches that
+    do not end an accumulation window.  The learning-rate scheduler and the pruning method's
+    ``on_step`` belong to the caller (they run once per optimizer step, not per micro-batch).
     """
     logs = objective.step(model, batch, loss, progress=progress, penalty=penalty, backward=backward)
     if clip is not None:
         clip()
     optimizer.step()
-    if scheduler is not None:
-        scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return logs
 
@@ -191,8 +191,6 @@ class FreeLB(Objective):
     params_model = FreeLBParams
 
     def step(self, model, batch, loss, *, progress, penalty, backward) -> dict[str, float]:
-        from accelerate.utils import extract_model_from_parallel
-
         p: FreeLBParams = self.params  # type: ignore[assignment]
         base = extract_model_from_parallel(model)
         embed = base.get_input_embeddings()
