@@ -211,7 +211,8 @@ class Trainer:
                 running.append(self._mean_over_processes(logs["loss"]))
                 if not self.accelerator.sync_gradients:
                     continue
-                self.scheduler.step()
+                if not self.optimizer.step_was_skipped:  # fp16: an inf/nan step is skipped
+                    self.scheduler.step()
                 self.state.step += 1
                 bar.update(1)
                 if self.method.on_step(self.state.step):
