@@ -35,7 +35,9 @@ def recipe(root: Path, model_dir: Path) -> dict:
                  "challenge": [synthetic("challenge", 16)]},
         "training": {"max_steps": 12, "batch_size": 8, "eval_every": 3, "checkpoint_every": 1,
                      "lr": 1e-3, "log_every": 1, "warmup_ratio": 0.0},
-        "pruning": {"method": "mask_train", "sparsity": 0.5, "rerank_every": 2,
+        # a large mask lr and a trained head, so one dropout draw off would change masks and model
+        "pruning": {"method": "mask_train", "sparsity": 0.5, "rerank_every": 2, "mask_lr": 0.05,
+                    "train_classifier": True,
                     "schedule": {"kind": "cubic", "initial": 0.2, "end": 0.6}},
     }
 

@@ -437,3 +437,26 @@ def test_other_families(model_type, name):
     plain = masked_copy(model, masks, model_type)
     batch = make_batch(5)
     assert torch.equal(model(**batch).logits, plain(**batch).logits)
+
+
+@pytest.mark.parametrize("name", ["mask_train", "imp", "omp"])
+def test_fused_mask_step_is_bit_identical_to_the_parametrized_path(name):
+    """The fused training forward (one straight-through op for all matrices) changes nothing:
+    the same masks, weights, scores and optimizer state as the per-matrix parametrize path."""
+    fused_model, fused = tiny_model(), make_method(name)
+    fused.prepare(fused_model, STEPS)
+    plain_model, plain = tiny_model(), make_method(name)
+    plain.prepare(plain_model, STEPS)
+    assert fused.fused is not None and plain.fused is not None
+    plain.fused.remove()
+    calls = []
+    fused_model.register_forward_pre_hook(lambda *a: calls.append(bool(torch.nn.utils.parametrize._cache)))
+    torch.manual_seed(3)
+    train(fused_model, fused)
+    torch.manual_seed(3)
+    train(plain_model, plain)
+    assert calls and all(calls)  # the fused path served the weights of every training forward
+    a, b = fused_model.state_dict(), plain_model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert all(torch.equal(x, y) for x, y in zip(fused.masks().values(), plain.masks().values(), strict=True))
+    assert not torch.nn.utils.parametrize._cache  # the cache is closed after each forward
