@@ -24,12 +24,14 @@ import statistics
 from pathlib import Path
 
 from srnet import api
+from srnet.console import quiet_libraries
 from srnet.experiments.bias_fit import fit_bias
 from srnet.experiments.demo import demo_recipe
 from srnet.report import format_table
 
 
 def main() -> None:
+    quiet_libraries()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--out", default="runs/bench_debias")

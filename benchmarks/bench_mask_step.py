@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from srnet.console import quiet_libraries
 from srnet.losses import build_loss
 from srnet.models import load_classifier
 from srnet.pruning import PruningConfig, build_method
@@ -64,6 +65,7 @@ class Variant:
 
 
 def main() -> None:
+    quiet_libraries()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")

@@ -141,7 +141,7 @@ def test_export_is_all_or_nothing(tiny_model_dir, tmp_path):
         def save_pretrained(self, path):
             raise OSError("disk full")
 
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(SrnetError, match=r"cannot write .*export: disk full"):
         export_model(model, masks, Broken(), out, metadata=meta)
     assert list(tmp_path.iterdir()) == []  # neither the folder nor a temp sibling
 

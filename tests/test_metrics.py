@@ -11,6 +11,7 @@ import torch
 from srnet.errors import SrnetError
 from srnet.evaluation.challenge import group_accuracy, shortcut_gap
 from srnet.evaluation.metrics import (
+    COLLAPSE_RULES,
     accuracy,
     confusion,
     evaluate_split,
@@ -19,13 +20,17 @@ from srnet.evaluation.metrics import (
     macro_f1,
     per_class,
     predict,
+    rules_differ,
     weighted_f1,
 )
-from srnet.tasks import Example, LabelSpace, get_task
+from srnet.tasks import Example, LabelScheme, LabelSpace, get_task
+from srnet.tasks.spec import Shortcut
 
 NLI = ("entailment", "neutral", "contradiction")
-HANS = get_task("nli").scheme("hans").space
+HANS_SCHEME = get_task("nli").scheme("hans")
+HANS = HANS_SCHEME.space
 FEVER_SYM = get_task("factver").scheme("fever_symmetric").space
+OVERLAP = HANS_SCHEME.shortcut
 GOLD = [0, 0, 0, 1, 1, 2]
 PRED = [0, 0, 1, 1, 2, 2]
 
@@ -34,16 +39,23 @@ def logits_of(probs) -> np.ndarray:
     return np.log(np.asarray(probs, dtype=np.float64))
 
 
-def test_hans_collapse_sums_probabilities():
-    # argmax of the 3 classes is entailment, but neutral + contradiction outweigh it
-    probs = [[0.40, 0.35, 0.25], [0.70, 0.20, 0.10], [0.20, 0.30, 0.50]]
-    assert predict(logits_of(probs), NLI, HANS).tolist() == [1, 0, 1]
+def test_hans_collapse_rules_disagree():
+    # row 0: argmax of the 3 classes is entailment, but neutral + contradiction outweigh it
+    probs = [[0.40, 0.35, 0.25], [0.70, 0.20, 0.10], [0.20, 0.30, 0.50], [0.45, 0.50, 0.05]]
+    # (they can only disagree that way: a largest non-entailment class implies p(E) < 0.5)
+    assert predict(logits_of(probs), NLI, HANS).tolist() == [1, 0, 1, 1]
+    assert predict(logits_of(probs), NLI, HANS, "sum").tolist() == [1, 0, 1, 1]
+    assert predict(logits_of(probs), NLI, HANS, "argmax").tolist() == [0, 0, 1, 1]
+    with pytest.raises(SrnetError, match=r"unknown collapse rule 'max'; known: \['sum', 'argmax'\]"):
+        predict(logits_of(probs), NLI, HANS, "max")
 
 
-def test_fever_symmetric_excludes_not_enough_info():
+def test_fever_symmetric_excludes_not_enough_info_under_both_rules():
     probs = [[0.30, 0.10, 0.60], [0.05, 0.15, 0.80]]
     labels = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
-    assert predict(logits_of(probs), labels, FEVER_SYM).tolist() == [0, 1]
+    for rule in COLLAPSE_RULES:
+        assert predict(logits_of(probs), labels, FEVER_SYM, rule).tolist() == [0, 1]
+    assert not rules_differ(FEVER_SYM) and not rules_differ(LabelSpace(NLI)) and rules_differ(HANS)
 
 
 def test_identity_space_maps_by_name_not_position():
@@ -100,16 +112,17 @@ def test_group_accuracy_by_heuristic_and_label():
     assert group_accuracy(pred, gold, examples, ("heuristic", "subcase"))["lexical_overlap"] == {
         "le_a": {"0": 1.0}, "ln_b": {"1": 0.5},
     }
-    assert shortcut_gap(by_heuristic) == pytest.approx(1.0 - 0.25)
+    assert shortcut_gap(by_heuristic, OVERLAP) == pytest.approx(1.0 - 0.25)
 
 
 def test_shortcut_gap_uses_only_the_overlap_heuristics():
     table = {"lexical_overlap": {"entailment": 0.9, "non-entailment": 0.1},
              "constituent": {"entailment": 1.0, "non-entailment": 0.4},
              "synonym": {"entailment": 0.0, "non-entailment": 1.0}}
-    assert shortcut_gap(table) == pytest.approx((0.9 + 1.0) / 2 - (0.1 + 0.4) / 2)
-    assert shortcut_gap({"synonym": table["synonym"]}) is None
-    assert shortcut_gap(table, heuristics=("synonym",)) == pytest.approx(-1.0)
+    assert shortcut_gap(table, OVERLAP) == pytest.approx((0.9 + 1.0) / 2 - (0.1 + 0.4) / 2)
+    assert shortcut_gap({"synonym": table["synonym"]}, OVERLAP) is None
+    synonym = Shortcut(("synonym",), follows="entailment", against="non-entailment")
+    assert shortcut_gap(table, synonym) == pytest.approx(-1.0)
 
 
 def test_evaluate_split_block_for_hans():
@@ -117,7 +130,7 @@ def test_evaluate_split_block_for_hans():
     # model predicts (E, E, E, C, E, N) over the 3 NLI classes -> (0, 0, 0, 1, 0, 1) in HANS labels
     probs = np.full((6, 3), 0.1)
     probs[np.arange(6), [0, 0, 0, 2, 0, 1]] = 0.8
-    block = evaluate_split(logits_of(probs), examples, HANS, NLI, "accuracy")
+    block = evaluate_split(logits_of(probs), examples, HANS_SCHEME, NLI)
     assert block["n"] == 6
     assert block["accuracy"] == block["primary"] == pytest.approx(5 / 6)
     assert block["by_heuristic"]["subsequence"] == {"entailment": 1.0, "non-entailment": 1.0}
@@ -125,20 +138,47 @@ def test_evaluate_split_block_for_hans():
     assert block["shortcut_gap"] == pytest.approx(1.0 - 0.75)
     assert block["confusion"] == [[3, 0], [1, 2]]
     assert set(block["per_class"]) == {"entailment", "non-entailment"}
-    assert "by_heuristic" not in evaluate_split(logits_of(probs), examples, HANS, NLI, "accuracy", groups={})
+    assert block["collapse"] == "sum" and block["rule_disagreement"] == 0
+    no_groups = LabelScheme(HANS, shortcut=OVERLAP)
+    plain = evaluate_split(logits_of(probs), examples, no_groups, NLI)
+    assert "by_heuristic" not in plain and plain["shortcut_gap"] == block["shortcut_gap"]
+
+
+def test_evaluate_split_records_both_collapse_rules():
+    examples = hans_examples()  # gold: E E N N | E N
+    # p(E) just under 0.5 but the largest class: sum says N, argmax says E
+    near = [0.45, 0.30, 0.25]
+    probs = [near, near, near, near, [0.9, 0.05, 0.05], [0.1, 0.1, 0.8]]
+    block = evaluate_split(logits_of(probs), examples, HANS_SCHEME, NLI, collapse="argmax")
+    sums, argmax = block["by_rule"]["sum"], block["by_rule"]["argmax"]
+    # sum: N N N N | E N -> 4/6 right; lexical_overlap E 0.0, N 1.0; subsequence E 1.0, N 1.0
+    assert sums["accuracy"] == pytest.approx(4 / 6)
+    assert sums["by_heuristic"]["lexical_overlap"] == {"entailment": 0.0, "non-entailment": 1.0}
+    assert sums["shortcut_gap"] == pytest.approx(((0.0 - 1.0) + (1.0 - 1.0)) / 2)
+    # argmax: E E E E | E N -> 4/6 right; lexical_overlap E 1.0, N 0.0
+    assert argmax["accuracy"] == pytest.approx(4 / 6)
+    assert argmax["shortcut_gap"] == pytest.approx(((1.0 - 0.0) + (1.0 - 1.0)) / 2)
+    assert argmax["by_subcase"] == {"le_a": {"entailment": 1.0}, "ln_b": {"non-entailment": 0.0},
+                                    "se_c": {"entailment": 1.0}, "sn_d": {"non-entailment": 1.0}}
+    assert block["collapse"] == "argmax" and block["rule_disagreement"] == 4
+    assert block["shortcut_gap"] == argmax["shortcut_gap"] and block["primary"] == argmax["accuracy"]
+    assert block["confusion"] == argmax["confusion"] == [[3, 0], [2, 1]]
+    assert sums["confusion"] == [[1, 2], [0, 3]]
+    with pytest.raises(SrnetError, match="unknown collapse rule 'mean'"):
+        evaluate_split(logits_of(probs), examples, HANS_SCHEME, NLI, collapse="mean")
 
 
 def test_evaluate_split_primary_metric_and_errors():
     examples = [Example(str(i), "t", None, g) for i, g in enumerate(GOLD)]
     logits = np.eye(3)[PRED] * 5
-    block = evaluate_split(logits, examples, LabelSpace(NLI), NLI, "macro_f1")
+    block = evaluate_split(logits, examples, LabelScheme(LabelSpace(NLI), "macro_f1"), NLI)
     assert block["primary"] == pytest.approx((0.8 + 0.5 + 2 / 3) / 3)
-    assert "by_heuristic" not in block and "shortcut_gap" not in block
+    assert not {"by_heuristic", "shortcut_gap", "collapse", "by_rule"} & set(block)
     known = r"\['accuracy', 'macro_f1', 'weighted_f1'\]"
     with pytest.raises(SrnetError, match=rf"unknown metric 'f2'; known: {known}"):
-        evaluate_split(logits, examples, LabelSpace(NLI), NLI, "f2")
+        evaluate_split(logits, examples, LabelScheme(LabelSpace(NLI), "f2"), NLI)
     with pytest.raises(SrnetError, match="5 rows of logits for 6 examples"):
-        evaluate_split(logits[:5], examples, LabelSpace(NLI), NLI, "accuracy")
+        evaluate_split(logits[:5], examples, LabelScheme(LabelSpace(NLI)), NLI)
 
 
 def test_f_bias():

@@ -21,12 +21,14 @@ def test_default_backbone_is_the_bundled_minilm():
     assert tokenizer("a test")["input_ids"][0] == tokenizer.cls_token_id
 
 
-@pytest.mark.parametrize("name", ["no-such-org/no-such-model", "/no/such/dir"])
-def test_unreachable_model_is_one_clear_error(name, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+@pytest.mark.parametrize("name, reason", [
+    ("no-such-org/no-such-model", "the hub cannot be reached (offline)"), ("/no/such/dir", "not found"),
+])
+def test_unreachable_model_is_one_clear_error(name, reason, monkeypatch):
+    monkeypatch.setattr("srnet.models._hub_reachable", lambda: False)
     with pytest.raises(SrnetError) as info:
         load_classifier(name, ["a", "b", "c"])
-    assert f"cannot load model '{name}'" in str(info.value)
+    assert str(info.value).startswith(f"model '{name}'") and reason in str(info.value)
     assert "\n" not in str(info.value)
 
 

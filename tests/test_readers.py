@@ -180,7 +180,7 @@ def test_missing_file_and_bad_utf8(tmp_path):
     with pytest.raises(SrnetError, match=r"nowhere\.jsonl: data file not found"):
         load("nli", tmp_path, path="nowhere.jsonl")
     (tmp_path / "bad.jsonl").write_bytes(b'{"premise": "a", "hypothesis": "b", "label": 0}\n\xff\xfe\n')
-    with pytest.raises(SrnetError, match=r"bad\.jsonl: not valid UTF-8 text"):
+    with pytest.raises(SrnetError, match=r"bad\.jsonl:2: not valid UTF-8 text"):
         load("nli", tmp_path, path="bad.jsonl")
 
 

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import sparsity_table
-from srnet.report import format_table, plot_id_ood, plot_sparsity_heatmap, summary_table
+from srnet.report import (
+    Curve,
+    Panel,
+    format_table,
+    plot_group_bars,
+    plot_similarity,
+    plot_sparsity_curves,
+    plot_sparsity_heatmap,
+    summary_table,
+)
 
 ROLE_NAMES = {
     "query": "attention.self.query", "key": "attention.self.key",
@@ -64,6 +74,11 @@ def test_summary_table_of_run_metrics():
         "---------------  ----------  --------------\n"
         "lexical_overlap      1.0000          0.1000\n"
     )
+    hans = metrics["ood"]["hans"]
+    hans |= {"collapse": "sum", "rule_disagreement": 4,
+             "by_rule": {"sum": {}, "argmax": {"accuracy": 0.25, "shortcut_gap": -0.5}}}
+    assert "hans: collapse rule sum; under argmax: accuracy 0.2500, shortcut gap -0.5000; 4 of 6 " \
+        "predictions differ\n" in summary_table(metrics)
     dense = {"run": "dense", "id": {"sst2_dev": {"n": 3, "primary": 0.9, "accuracy": 0.9}}, "ood": {}}
     assert summary_table(dense) == (
         "run dense\nsplit     kind  n  accuracy  primary\n--------  ----  -  --------  -------\n"
@@ -88,29 +103,23 @@ def test_heatmap_errors(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_id_ood_plot(tmp_path):
-    points = [
-        {"method": "dense", "sparsity": 0.0, "id": 0.84, "ood": 0.52},
-        {"method": "omp", "sparsity": 0.7, "id": 0.78, "ood": 0.55},
-        {"method": "omp", "sparsity": 0.3, "id": 0.83, "ood": 0.53},
-        {"method": "omp", "sparsity": 0.5, "id": 0.81, "ood": 0.54},
-        {"method": "mask_train+poe", "sparsity": 0.5, "id": 0.80, "ood": 0.62},
-        {"method": "mask_train+poe", "sparsity": 0.7, "id": 0.77, "ood": 0.64},
+def test_sparsity_curves_and_bars(tmp_path):
+    panels = [
+        Panel("ID", "accuracy", [Curve("omp/ce", [(0.7, 0.78, 0.01), (0.3, 0.83, None), (0.5, 0.81, 0.02)])],
+              dense=[("ce", 0.84, 0.01)]),
+        Panel("gap", "E - N accuracy", [Curve("omp/ce", [(0.3, 0.9, None)])]),
     ]
-    path = plot_id_ood(points, tmp_path / "id_ood.png", id_name="MNLI dev", ood_name="HANS")
+    path = plot_sparsity_curves(panels, tmp_path / "curves.png", title="t")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bars = {"dense/ce": {"lexical_overlap": {"entailment": (0.9, 0.01), "non-entailment": (0.1, None)}}}
+    assert plot_group_bars(bars, tmp_path / "bars.pdf", title="t").read_bytes()[:5] == b"%PDF-"
 
 
-@pytest.mark.parametrize(
-    ("point", "message"),
-    [
-        ({"method": "omp", "sparsity": 0.5, "id": 0.8}, "ID/OOD point 0 has no 'ood'"),
-        ({"method": "omp", "sparsity": 50, "id": 0.8, "ood": 0.5}, "'sparsity' must be a number"),
-        ({"method": "omp", "sparsity": 0.5, "id": "high", "ood": 0.5}, "'id' must be a number"),
-    ],
-)
-def test_id_ood_rejects_bad_points(tmp_path, point, message):
-    with pytest.raises(SrnetError, match=message):
-        plot_id_ood([point], tmp_path / "p.png")
-    with pytest.raises(SrnetError, match="no ID/OOD points"):
-        plot_id_ood([], tmp_path / "p.png")
+def test_plots_reject_empty_input(tmp_path):
+    with pytest.raises(SrnetError, match="no points to plot"):
+        plot_sparsity_curves([Panel("ID", "accuracy", [])], tmp_path / "p.png")
+    with pytest.raises(SrnetError, match="no group accuracies"):
+        plot_group_bars({}, tmp_path / "b.png", title="t")
+    with pytest.raises(SrnetError, match="need at least two masks"):
+        plot_similarity(["a"], np.ones((1, 1)), tmp_path / "s.png", title="t")
+    assert list(tmp_path.iterdir()) == []

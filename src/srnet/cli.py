@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from srnet.console import end_progress_bars, quiet_libraries
 from srnet.errors import SrnetError
 
 
@@ -14,29 +15,26 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _quiet_libraries()
+    quiet_libraries()
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
     try:
         return args.func(args) or 0
     except SrnetError as exc:
+        end_progress_bars()
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a write the library did not wrap: read-only folder, full disk...
+        from srnet.io import describe_os_error
+
+        end_progress_bars()
+        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
+        end_progress_bars()
         print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
         return 130
-
-
-def _quiet_libraries() -> None:
-    """Keep the terminal for srnet's own progress bars and tables."""
-    import os
-
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("recipe", help="recipe YAML file")
     _run_flags(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("sweep", help="run a sweep file: stages over a grid, each unique stage once")
+    p.add_argument("sweep", help="sweep YAML file (base recipe, stages, grid)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a sweep key, e.g. --set base.training.max_steps=10 (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue a killed or failed sweep")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (done / to run) and exit")
+    p.add_argument("--workers", type=int, default=1, help="stages run at once (default 1)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local worker processes (default) or Ray tasks (pip install 'srnet[ray]')")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("finetune", help="fine-tune a backbone (dense); flags override the recipe")
     p.add_argument("recipe", nargs="?", help="optional recipe YAML file")
@@ -79,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="use the real MNLI sample and HANS from this folder")
     p.add_argument("--output-dir", default="runs")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--resume", action="store_true")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted demo")
+    p.add_argument("--overwrite", action="store_true", help="start over (a finished demo is shown again)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
@@ -90,10 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("report", help="compare finished runs in one table (and an ID vs OOD plot)")
-    p.add_argument("runs", nargs="+", help="run directories")
-    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    p.add_argument("--plot", help="write an ID vs OOD accuracy plot (.png/.pdf/.svg)")
+    p = sub.add_parser("report", help="report.md + figures: runs averaged over seeds, against sparsity")
+    p.add_argument("runs", nargs="+", metavar="PATH",
+                   help="run directories and/or folders searched recursively for complete runs")
+    p.add_argument("--out", help="report folder (default PATH/report for one PATH, else ./report)")
+    p.add_argument("--no-figures", action="store_true", help="write report.md with tables only")
     p.set_defaults(func=cmd_report)
 
     bias = sub.add_parser("bias", help="bias models and sample difficulty").add_subparsers(metavar="ACTION")
@@ -171,6 +181,23 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from srnet import api
+
+    result = api.sweep(args.sweep, args.overrides, resume=args.resume, dry_run=args.dry_run,
+                       workers=args.workers, executor=args.executor)
+    if args.dry_run:
+        return 0
+    names = {job.key: job.label for job in result.jobs}
+    for key, message in result.failed.items():
+        print(f"failed: {names[key]}: {message}", file=sys.stderr)
+    if result.skipped:
+        print(f"skipped {len(result.skipped)} stages that needed a failed one", file=sys.stderr)
+    print(f"{len(result.jobs)} stages: {len(result.ran)} ran, {len(result.failed)} failed, "
+          f"{len(result.skipped)} skipped; output in {result.output_dir}")
+    return 0 if result.ok else 1
+
+
 def cmd_finetune(args) -> int:
     from srnet import api
 
@@ -202,26 +229,20 @@ def cmd_predict(args) -> int:
 
 def cmd_demo(args) -> int:
     from srnet import api
-    from srnet.experiments.demo import demo_recipe
 
-    recipe = demo_recipe(args.data_dir, args.output_dir)
-    result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
+    result = api.demo(args.data_dir, args.output_dir, args.overrides, resume=args.resume,
+                      overwrite=args.overwrite)
     _print_summary(result)
     return 0
 
 
 def cmd_report(args) -> int:
-    from srnet.experiments.aggregate import comparison_columns, run_row
-    from srnet.report import format_table, plot_id_ood
+    from srnet.experiments.study_report import write_report
 
-    rows = [run_row(r) for r in args.runs]
-    print(format_table(rows, comparison_columns(rows), {"sparsity": ".2f"}, markdown=args.markdown))
-    if args.plot:
-        points = [{"method": f"{r['method']}/{r['loss']}", "sparsity": r["sparsity"], "id": r.get("id"),
-                   "ood": r.get("ood")} for r in rows if r.get("id") is not None and r.get("ood") is not None]
-        plot_id_ood(points, args.plot, id_name=rows[0].get("id_split", "ID"),
-                    ood_name=rows[0].get("ood_split", "OOD"))
-        print(f"wrote {args.plot}")
+    out = args.out or (Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
+    report = write_report(args.runs, out, figures=not args.no_figures)
+    print("\n".join(report.tables))
+    print(f"wrote {report.path} and {len(report.figures)} figures")
     return 0
 
 

@@ -110,6 +110,15 @@ class ObjectiveConfig(_Strict):
             raise ValueError(str(exc)) from None
         return self
 
+class EvaluationConfig(_Strict):
+    collapse: Literal["sum", "argmax"] = Field(
+        "sum",
+        description="primary rule where a challenge set merges model classes (HANS: neutral + "
+        "contradiction -> non-entailment): 'sum' adds the merged classes' probabilities before "
+        "deciding (p(entailment) >= 0.5), 'argmax' maps the model's 3-way argmax; metrics.json "
+        "holds both",
+    )
+
 
 class Recipe(_Strict):
     name: str = Field("run", description="run name; the run directory is <output_dir>/<name>")
@@ -125,6 +134,7 @@ class Recipe(_Strict):
         default_factory=lambda: PruningConfig(**DENSE),
         description="subnetwork search (default: method dense; null is accepted for dense)",
     )
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     bias: BiasConfig = Field(default_factory=BiasConfig, description="bias model for `srnet bias fit`")
     bias_dir: str | None = Field(
         None,
@@ -134,6 +144,19 @@ class Recipe(_Strict):
     dense_reference: str | None = Field(
         None, description="run directory of the dense model, for the F_bias relative-robustness metric"
     )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="labels that group runs in `srnet report` (e.g. paradigm: a, method: imp); "
+        "they do not change what a run computes",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, name: str) -> str:
+        """A run name is one folder name: never empty, '.', '..' or a path."""
+        if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise ValueError("a run name must be a plain folder name (not empty, '.', '..' or a path)")
+        return name
 
     @field_validator("pruning", mode="before")
     @classmethod
@@ -161,6 +184,7 @@ class Recipe(_Strict):
 NON_SEMANTIC: tuple[str, ...] = (
     "name",
     "output_dir",
+    "tags",
     "training.log_every",
     "training.tensorboard",
     "training.eval_batch_size",
@@ -182,14 +206,20 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "-
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
-        node: Any = data
-        for part in parts[:-1]:
-            node = _child(node, part, key, source)
-        if isinstance(node, list):
-            node[_list_index(node, parts[-1], key, source)] = value
-        else:
-            node[parts[-1]] = value
+        set_dotted(data, key.strip(), value, source)
     return data
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None:
+    """Set ``data[a][b][c] = value`` for ``key`` 'a.b.c' (list items by index; sections created)."""
+    parts = key.split(".")
+    node: Any = data
+    for part in parts[:-1]:
+        node = _child(node, part, key, source)
+    if isinstance(node, list):
+        node[_list_index(node, parts[-1], key, source)] = value
+    else:
+        node[parts[-1]] = value
 
 
 def _child(node: Any, part: str, key: str, source: str) -> Any:
@@ -221,7 +251,11 @@ def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         value = err.get("input")
-        quiet = err["type"] in ("extra_forbidden", "missing") or isinstance(value, dict)
+        quiet = (
+            err["type"] in ("extra_forbidden", "missing")
+            or isinstance(value, dict)
+            or any(text in msg for text in (f"got {value!r}", f"got {value}"))  # already named
+        )
         shown = "" if quiet else f" (got {value!r})"
         more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise SrnetError(f"{source}: {where}: {msg}{shown}{more}") from None

@@ -8,9 +8,6 @@ removes the parametrizations on a copy and multiplies each weight by its mask in
 from __future__ import annotations
 
 import copy
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -19,7 +16,8 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
-from srnet.io import atomic_write_json
+from srnet.io import atomic_folder, atomic_write_json
+from srnet.models import quiet_transformers
 from srnet.sparsity.mask_io import MaskMetadata, masked_module, pooled_sparsity, zero_counts
 
 EXPORT_INFO_FILENAME = "srnet_export.json"
@@ -102,29 +100,11 @@ def export_model(
         "sparsity": sparsity,
         "per_matrix": per_matrix,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
-        baked.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
+
+    def write(staging: Path) -> None:
+        with quiet_transformers():
+            baked.save_pretrained(staging)
+            tokenizer.save_pretrained(staging)
         atomic_write_json(staging / EXPORT_INFO_FILENAME, info)
-        _move_into_place(staging, out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-    return out
 
-
-def _move_into_place(staging: Path, out: Path) -> None:
-    """Rename ``staging`` onto ``out``; an existing ``out`` is moved aside and deleted after."""
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-    os.replace(out, old)
-    try:
-        os.replace(staging, out)
-    except OSError:
-        os.replace(old, out)
-        raise
-    shutil.rmtree(old)
+    return atomic_folder(out, write)

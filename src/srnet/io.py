@@ -1,29 +1,139 @@
-"""Atomic file writes: a reader never sees a half-written file."""
+"""Atomic file writes: a reader never sees a half-written file, a failed write leaves no debris.
+
+Files and folders are created with the permissions the umask gives (0644 / 0755 under umask
+0022), not the owner-only ones of :mod:`tempfile`.  A write that fails for a reason outside srnet
+(read-only folder, full disk, a path through a regular file) raises :class:`WriteError`, an
+:class:`~srnet.errors.SrnetError` whose message is ``cannot write <path>: <reason>``.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from srnet.errors import SrnetError
+
+
+class WriteError(SrnetError):
+    """Writing a file or folder failed (permissions, disk full, not a folder...)."""
+
+
+def write_error(exc: BaseException, path: str | Path | None = None) -> WriteError:
+    """One-line ``cannot write <path>: <reason>`` for an ``OSError`` (or a library's I/O error)."""
+    if isinstance(exc, OSError):
+        where = exc.filename if exc.filename is not None else path
+        reason = (exc.strerror or os.strerror(exc.errno)) if exc.errno else str(exc)
+    else:  # e.g. safetensors' SafetensorError wrapping "No space left on device (os error 28)"
+        where, reason = path, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return WriteError(f"cannot write {where}: {reason}")
+
+
+_WRITE_ERRNOS = frozenset(
+    getattr(errno, name) for name in
+    ("EROFS", "ENOSPC", "EDQUOT", "EACCES", "EPERM", "ENOTDIR", "EISDIR", "EEXIST", "EFBIG")
+    if hasattr(errno, name)
+)
+
+
+def describe_os_error(exc: OSError) -> str:
+    """A one-line message for an ``OSError`` that reached the CLI: a write failure, or the path."""
+    if exc.errno in _WRITE_ERRNOS:
+        return str(write_error(exc))
+    reason = exc.strerror or str(exc)
+    return f"{exc.filename}: {reason}" if exc.filename is not None else reason
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` is an I/O failure of the system rather than a bug: OSError or an ``os error``."""
+    return isinstance(exc, OSError) or "os error" in str(exc).lower()
+
+
+def umask() -> int:
+    """The process umask (read without changing it for longer than one call)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def make_dirs(path: str | Path) -> Path:
+    """``mkdir -p`` that fails with :class:`WriteError` (e.g. a path through a regular file)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:  # a regular file where a folder should be
+        raise write_error(OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), exc.filename)) from None
+    except OSError as exc:
+        raise write_error(exc, path) from None
+    return path
+
+
+def make_temp_dir(parent: str | Path, prefix: str, suffix: str) -> Path:
+    """A fresh folder in ``parent`` (made if missing) with the umask's permissions (not 0700)."""
+    make_dirs(parent)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
+        tmp.chmod(0o777 & ~umask())
+    except OSError as exc:
+        raise write_error(exc, parent) from None
+    return tmp
+
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``."""
+    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
+
+    The file gets the umask's permissions; any failure removes the temporary file, and system
+    failures (``OSError``, a library's ``os error``) become :class:`WriteError` naming ``path``.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    make_dirs(path.parent)
+    tmp_path: Path | None = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
         write(tmp_path)
+        tmp_path.chmod(0o666 & ~umask())
         os.replace(tmp_path, path)
+    except Exception as exc:
+        if is_write_failure(exc) and not isinstance(exc, SrnetError):
+            raise write_error(exc, path) from None
+        raise
     finally:
-        if tmp_path.exists():
+        if tmp_path is not None and tmp_path.exists():
             tmp_path.unlink()
     return path
+
+
+def atomic_folder(target: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_dir)`` and swap the finished folder into place of ``target``.
+
+    A failure removes the half-written folder (so a rerun is not refused) and leaves ``target``
+    as it was; system failures become :class:`WriteError`.
+    """
+    target = Path(target)
+    tmp = make_temp_dir(target.parent, f".{target.name}.", ".tmp")
+    try:
+        write(tmp)
+        if target.exists():
+            old = make_temp_dir(target.parent, f".{target.name}.", ".old")
+            os.replace(target, old / target.name)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except Exception as exc:
+        if is_write_failure(exc) and not isinstance(exc, SrnetError):
+            raise write_error(exc, target) from None
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

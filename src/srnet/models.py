@@ -8,16 +8,24 @@ attach to unmodified ``transformers`` models.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import re
-from collections.abc import Sequence
+import socket
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 from torch import nn
 
 from srnet.errors import SrnetError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"
 """Recipe value that selects the bundled all-MiniLM-L6-v2 backbone."""
@@ -77,13 +85,84 @@ def resolve_model_name(name: str) -> str:
     return str(default_model_path()) if name == DEFAULT_MODEL else name
 
 
+def check_model_source(name: str) -> bool:
+    """Fail at once, in one line, for a model that cannot load; return whether to stay offline.
+
+    A path-like name (starting with ``/``, ``.`` or ``~``, with a backslash or more than one
+    ``/``, or whose parent folder exists, like ``runs/missing_run``) that is not a folder is
+    "not found".  A hub id is looked up only when the hub is reachable; offline
+    (``HF_HUB_OFFLINE=1`` or no network) it loads from the local cache or fails here, without
+    the hub client's retries.  Returns ``True`` when loading must use local files only.
+    """
+    path = resolve_model_name(name)
+    if Path(path).expanduser().is_dir():
+        return False
+    if _path_like(path):
+        raise SrnetError(f"model '{name}' not found: no such folder")
+    if not _HUB_ID.fullmatch(path):
+        raise SrnetError(f"model '{name}' is neither a local folder nor a hub id (org/name)")
+    if not _hub_reachable():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(path, "config.json"), str):
+            raise SrnetError(
+                f"model '{name}' is not a local folder and the hub cannot be reached (offline), "
+                f"nor is it in the local cache; pass a local folder or 'default'"
+            )
+        return True
+    return False
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+
+
+def _path_like(name: str) -> bool:
+    if name.startswith(("/", ".", "~")) or "\\" in name or name.count("/") > 1:
+        return True
+    return "/" in name and Path(name).parent.is_dir()
+
+
+@functools.cache
+def _hub_reachable() -> bool:
+    """Whether the hub may be asked: not in offline mode, and its host accepts a connection."""
+    from huggingface_hub import constants
+
+    if constants.is_offline_mode():
+        return False
+    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        socket.create_connection((host, 443), timeout=3).close()
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Silence transformers' load reports, warnings and weight-loading progress bars for a block."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load_tokenizer(name: str):
     """Load a tokenizer for ``name`` (``default``, a hub id or a local path)."""
     from transformers import AutoTokenizer
 
-    path = resolve_model_name(name)
+    offline = check_model_source(name)
     try:
-        return AutoTokenizer.from_pretrained(path)
+        with quiet_transformers():
+            return AutoTokenizer.from_pretrained(resolve_model_name(name), local_files_only=offline)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
 
@@ -95,16 +174,19 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     names is matched to ``labels`` by name (case-insensitive) and its rows are reordered, so a
     hub model trained with another label order (e.g. RoBERTa-MNLI) predicts the right classes;
     named classes that do not match are an error.  A head with generic names (``LABEL_0``...)
-    is kept if it has ``len(labels)`` classes and replaced by a fresh one otherwise.
+    is kept if it has ``len(labels)`` classes and replaced by a fresh one otherwise.  Loading is
+    quiet; a fresh head is logged in one line (``new classifier head (3 labels) on top of ...``).
     """
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
+    offline = check_model_source(name)
     path = resolve_model_name(name)
     try:
-        config = AutoConfig.from_pretrained(path)
+        with quiet_transformers():
+            config = AutoConfig.from_pretrained(path, local_files_only=offline)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
-    kwargs: dict = {}
+    kwargs: dict = {"local_files_only": offline, "output_loading_info": True}
     order: list[int] | None = None
     if labels is not None:
         labels = list(labels)
@@ -116,12 +198,26 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
         kwargs |= {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
                    "label2id": {label: i for i, label in enumerate(labels)}}
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(path, **kwargs)
+        with quiet_transformers():
+            model, info = AutoModelForSequenceClassification.from_pretrained(path, **kwargs)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
+    _log_loading(name, model, info)
     if order is not None and order != sorted(order):
         _reorder_head(model, order)
     return model
+
+
+def _log_loading(name: str, model: nn.Module, info: dict) -> None:
+    """One line for a fresh head; one warning for other weights that were not in the checkpoint."""
+    fresh = {str(k[0] if isinstance(k, tuple) else k) for k in
+             [*info.get("missing_keys", ()), *info.get("mismatched_keys", ())]}
+    head = {k for k in fresh if classify_weight(k.rsplit(".", 1)[0])[0] == "classifier"}
+    if head:
+        log.info("new classifier head (%d labels) on top of %s", model.config.num_labels, name)
+    if fresh - head:
+        log.warning("%s: %d weights were not in the checkpoint and start random: %s",
+                    name, len(fresh - head), ", ".join(sorted(fresh - head)[:3]))
 
 
 def _has_head(config) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def format_table(
     numeric = [
         all(_is_number(row.get(c)) or row.get(c) is None for row in rows) for c in columns
     ]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    widths = [max([3 if markdown else 1, len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
 
     sep = " | " if markdown else "  "
 
@@ -69,7 +70,8 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
 
     A header line (run, task, model, sparsity); one row per evaluated split with accuracy, the
     primary metric, the easy/hard gap (ID, when bias predictions exist), the shortcut gap and
-    F_bias (OOD); then a heuristic x label table for each HANS-like split.
+    F_bias (OOD); then, for each split scored under a collapse rule, the rule and the other
+    rule's accuracy and gap, and a heuristic x label table for each HANS-like split.
     """
     head = [f"{key} {metrics[key]}" for key in ("run", "task", "model") if key in metrics]
     sparsity = metrics.get("sparsity") or {}
@@ -94,6 +96,8 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
     columns += [c for c in ("easy-hard", "shortcut_gap", "f_bias") if any(r[c] is not None for r in rows)]
     parts = ["  ".join(head), format_table(rows, columns)]
     for split, block in (metrics.get("ood") or {}).items():
+        if block.get("collapse"):
+            parts.append(_rules_line(split, block))
         by_heuristic = block.get("by_heuristic")
         if by_heuristic:
             labels = sorted({label for cells in by_heuristic.values() for label in cells})
@@ -101,6 +105,20 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
             table = format_table(grid, ["heuristic", *labels])
             parts.append(f"{split}: accuracy by heuristic x label\n{table}")
     return "\n".join(parts)
+
+
+def _rules_line(split: str, block: Mapping[str, Any]) -> str:
+    """One line naming the collapse rule of a split's numbers and the other rule's results."""
+    rule = block["collapse"]
+    line = f"{split}: collapse rule {rule}"
+    for other, scores in (block.get("by_rule") or {}).items():
+        if other != rule:
+            gap = scores.get("shortcut_gap")
+            line += f"; under {other}: accuracy {scores['accuracy']:.4f}"
+            line += f", shortcut gap {gap:.4f}" if gap is not None else ""
+    if block.get("rule_disagreement") is not None:
+        line += f"; {block['rule_disagreement']} of {block.get('n')} predictions differ"
+    return line + "\n"
 
 
 def plot_sparsity_heatmap(
@@ -136,59 +154,130 @@ def plot_sparsity_heatmap(
     return _save(fig, path)
 
 
-def plot_id_ood(
-    points: Sequence[Mapping[str, Any]],
-    path: str | Path,
-    *,
-    id_name: str = "ID",
-    ood_name: str = "OOD",
-    title: str | None = None,
-) -> Path:
-    """Plot ID and OOD accuracy against sparsity, one line per method, side by side.
+@dataclass(frozen=True)
+class Curve:
+    """One line of a panel: points (sparsity, mean, std or None) of one method x loss."""
 
-    ``points`` are ``{method, sparsity, id, ood}`` dicts with values in [0, 1].
+    name: str
+    points: Sequence[tuple[float, float, float | None]]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One axes of :func:`plot_sparsity_curves`: pruned curves and dense reference levels."""
+
+    title: str
+    ylabel: str
+    curves: Sequence[Curve]
+    dense: Sequence[tuple[str, float, float | None]] = ()
+    """(name, mean, std) of dense models, drawn as horizontal dashed lines with a band."""
+
+
+def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: str | None = None) -> Path:
+    """Metrics against sparsity, one panel per metric, side by side (the papers' figure).
+
+    Each curve is a line with markers and a ±std band; dense models are horizontal dashed lines
+    (with their ±std band), not points at 0%.  Values are fractions, shown as percentages; one
+    legend for all panels sits outside the data, on the right.
     """
-    series: dict[str, list[tuple[float, float, float]]] = {}
-    for index, point in enumerate(points):
-        method, sparsity, id_acc, ood_acc = _check_point(index, point)
-        series.setdefault(method, []).append((sparsity, id_acc, ood_acc))
-    if not series:
-        raise SrnetError(f"{path}: no ID/OOD points to plot")
-
-    fig = _figure(figsize=(10.0, 4.0))
-    axes = fig.subplots(1, 2)
-    for method, values in series.items():
-        xs, ids, oods = zip(*sorted(values), strict=True)
-        (line,) = axes[0].plot(xs, ids, "o-", label=method)
-        axes[1].plot(xs, oods, "o-", color=line.get_color(), label=method)
-    for ax, name in zip(axes, (id_name, ood_name), strict=True):
-        ax.set_title(f"{name} accuracy")
-        ax.set_xlabel("sparsity")
-        ax.set_ylabel("accuracy")
-        ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0))
+    if not any(panel.curves or panel.dense for panel in panels):
+        raise SrnetError(f"{path}: no points to plot")
+    names = list(dict.fromkeys(
+        [c.name for p in panels for c in p.curves] + [f"{d[0]} (dense)" for p in panels for d in p.dense]
+    ))
+    colors = {name: f"C{i % 10}" for i, name in enumerate(names)}
+    fig = _figure(figsize=(4.2 * len(panels) + 2.8, 4.0))
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    handles: dict[str, Any] = {}
+    for ax, panel in zip(axes, panels, strict=True):
+        xs_all = [x for c in panel.curves for x, _, _ in c.points] or [0.0, 1.0]
+        for curve in panel.curves:
+            xs, means, stds = zip(*sorted(curve.points), strict=True)
+            color = colors[curve.name]
+            (handles[curve.name],) = ax.plot(xs, means, "o-", color=color, label=curve.name)
+            if any(s is not None for s in stds):
+                lo = [m - (s or 0.0) for m, s in zip(means, stds, strict=True)]
+                hi = [m + (s or 0.0) for m, s in zip(means, stds, strict=True)]
+                ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
+        for name, mean, std in panel.dense:
+            label = f"{name} (dense)"
+            handles[label] = ax.axhline(mean, color=colors[label], linestyle="--", label=label)
+            if std:
+                ax.axhspan(mean - std, mean + std, color=colors[label], alpha=0.1, linewidth=0)
+        ax.set_xlim(min(xs_all) - 0.05, max(xs_all) + 0.05)
+        ax.set_title(panel.title)
+        ax.set_xlabel("sparsity (% of encoder weights removed)")
+        ax.set_ylabel(panel.ylabel)
+        ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
         ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
         ax.grid(alpha=0.3)
-    axes[1].legend(title="method", loc="best")
+    fig.legend(list(handles.values()), list(handles), loc="outside right center",
+               title="method / loss (±std over seeds)")
     if title:
         fig.suptitle(title)
     return _save(fig, path)
 
 
-def _check_point(index: int, point: Mapping[str, Any]) -> tuple[str, float, float, float]:
-    if not isinstance(point, Mapping):
-        raise SrnetError(f"ID/OOD point {index} is not a mapping: {point!r}")
-    for key in ("method", "sparsity", "id", "ood"):
-        if key not in point:
-            raise SrnetError(f"ID/OOD point {index} has no '{key}'")
-    values = []
-    for key in ("sparsity", "id", "ood"):
-        value = point[key]
-        if not _is_number(value) or not 0.0 <= float(value) <= 1.0:
-            raise SrnetError(
-                f"ID/OOD point {index}: '{key}' must be a number in [0, 1], got {value!r}"
-            )
-        values.append(float(value))
-    return str(point["method"]), *values
+def plot_group_bars(
+    table: Mapping[str, Mapping[str, Mapping[str, tuple[float, float | None]]]],
+    path: str | Path,
+    *,
+    title: str,
+    group_name: str = "heuristic",
+) -> Path:
+    """Accuracy bars by group (e.g. HANS heuristic) x gold label, one bar per model.
+
+    ``table`` is ``{model: {group: {label: (mean, std)}}}``; one panel (row) per label, groups
+    along the x axis, error bars of ±std; the legend sits outside the data, on the right.
+    """
+    labels = list(dict.fromkeys(
+        lab for by_group in table.values() for cells in by_group.values() for lab in cells
+    ))
+    groups = list(dict.fromkeys(g for by_group in table.values() for g in by_group))
+    if not labels or not groups:
+        raise SrnetError(f"{path}: no group accuracies to plot")
+    models = list(table)
+    width = 0.8 / len(models)
+    panel_width = max(5.0, 0.15 * len(models) * len(groups) + 2.0)
+    fig = _figure(figsize=(panel_width + 3.0, 3.0 * len(labels) + 0.6))
+    axes = np.atleast_1d(fig.subplots(len(labels), 1, sharex=True))
+    for ax, label in zip(axes, labels, strict=True):
+        for i, model in enumerate(models):
+            cells = [table[model].get(g, {}).get(label) for g in groups]
+            xs = [j + (i - (len(models) - 1) / 2) * width for j in range(len(groups))]
+            means = [c[0] if c else np.nan for c in cells]
+            errs = [c[1] if c and c[1] is not None else np.nan for c in cells]
+            ax.bar(xs, means, width, yerr=errs, capsize=2, color=f"C{i % 10}", label=model)
+        ax.set_xticks(range(len(groups)), [g.replace("_", " ") for g in groups])
+        ax.set_title(f"gold label: {label}")
+        ax.set_ylabel("accuracy")
+        ax.set_ylim(0.0, 1.05)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1].set_xlabel(group_name)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside right center", title="model (±std over seeds)")
+    fig.suptitle(title)
+    return _save(fig, path)
+
+
+def plot_similarity(names: Sequence[str], matrix: np.ndarray, path: str | Path, *, title: str) -> Path:
+    """A symmetric similarity matrix (e.g. mask Jaccard) as an annotated heatmap in [0, 1]."""
+    if len(names) < 2:
+        raise SrnetError(f"{path}: need at least two masks to compare")
+    size = 1.0 * len(names) + 3.0
+    fig = _figure(figsize=(size + 1.5, size))
+    ax = fig.add_subplot()
+    image = ax.imshow(matrix, cmap="magma", vmin=0.0, vmax=1.0)
+    for (i, j), value in np.ndenumerate(matrix):
+        if not np.isnan(value):
+            color = "black" if value > 0.6 else "white"
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9, color=color)
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, label="Jaccard similarity of kept weights")
+    return _save(fig, path)
 
 
 def _is_number(value: Any) -> bool:

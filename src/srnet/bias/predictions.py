@@ -178,14 +178,19 @@ def _check_run_task(run_dir: Path, task: str) -> None:
 def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSON Lines file; bad lines are errors naming file:line."""
     rows = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SrnetError(f"{path}:{lineno}: not valid UTF-8 text") from None
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SrnetError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+            except (ValueError, RecursionError) as exc:  # JSONDecodeError, over-long ints, nesting
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+                raise SrnetError(f"{path}:{lineno}: not valid JSON ({reason})") from None
             if not isinstance(row, dict):
                 raise SrnetError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
             rows.append(row)
@@ -212,8 +217,8 @@ def _load_jsonl(path: Path, num_classes: int, labels: Sequence[str] | None) -> d
         header, rows = rows[0], rows[1:]
         if header["srnet_bias"] != FORMAT_VERSION:
             raise SrnetError(f"{path}: srnet_bias format {header['srnet_bias']}; expected {FORMAT_VERSION}")
-        names = list(header.get("labels", []))
-        if len(names) != num_classes:
+        names = header.get("labels", [])
+        if not isinstance(names, list) or len(names) != num_classes:
             raise SrnetError(
                 f"{path}: header has {len(names)} labels {names}; expected {num_classes} classes"
             )
@@ -225,8 +230,10 @@ def _load_jsonl(path: Path, num_classes: int, labels: Sequence[str] | None) -> d
 def _load_npy(path: Path, num_rows: int, num_classes: int) -> np.ndarray:
     try:
         values = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        raise SrnetError(f"{path}: not a numeric .npy array ({exc})") from exc
+    except (ValueError, EOFError, OSError) as exc:
+        raise SrnetError(f"{path}: not a numeric .npy array ({exc})") from None
+    if not isinstance(values, np.ndarray) or not np.issubdtype(values.dtype, np.number):
+        raise SrnetError(f"{path}: not a numeric .npy array")
     if values.ndim != 2:
         raise SrnetError(
             f"{path}: array has shape {list(values.shape)}; expected [{num_rows}, {num_classes}]"
@@ -252,8 +259,12 @@ def _load_pickle(path: Path) -> dict[str, Any]:
 def _load_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SrnetError(f"{path}: not valid UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise SrnetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+        raise SrnetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:
+        raise SrnetError(f"{path}: not valid JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise SrnetError(f"{path}: JSON holds a {type(data).__name__}; expected an object id -> list")
     return data

@@ -1,18 +1,16 @@
 """Challenge-set breakdowns: accuracy by meta group x gold label, the shortcut gap, F_bias, and
-the HANS evaluation script's prediction file.
+official scorers' prediction files (HANS's).
 
 All accuracies and gaps are fractions in [0, 1] (a shortcut gap of 0.9 is "90 points").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from srnet.errors import SrnetError
 from srnet.tasks.base import Example, LabelSpace
-
-OVERLAP_HEURISTICS = ("lexical_overlap", "subsequence", "constituent")
-"""The HANS heuristics, under which the shortcut predicts entailment."""
+from srnet.tasks.spec import Shortcut
 
 Nested = dict[str, "Nested | float"]
 
@@ -52,25 +50,20 @@ def group_accuracy(
     return out
 
 
-def shortcut_gap(
-    by_heuristic: Mapping[str, Mapping[str, float]],
-    heuristics: Sequence[str] = OVERLAP_HEURISTICS,
-    positive: str = "entailment",
-    negative: str = "non-entailment",
-) -> float | None:
-    """Mean accuracy on ``positive`` minus mean on ``negative``, over ``heuristics`` present.
+def shortcut_gap(by_heuristic: Mapping[str, Mapping[str, float]], shortcut: Shortcut) -> float | None:
+    """Mean accuracy on ``shortcut.follows`` minus mean on ``shortcut.against``, over the
+    shortcut's heuristics that have both accuracies in ``by_heuristic``.
 
     For HANS this is the entailment minus non-entailment accuracy averaged over the three
     heuristics: near 0.9 for a model that follows the lexical-overlap shortcut, near 0 for one
-    that does not.  Heuristics outside ``heuristics`` (e.g. the synthetic ``synonym``, whose
-    shortcut points the other way) are ignored.  None when no heuristic has both accuracies.
+    that does not.  Other heuristics (e.g. the synthetic ``synonym``, whose shortcut points the
+    other way) are ignored.  None when no heuristic has both accuracies.
     """
-    used = [h for h in heuristics if {positive, negative} <= set(by_heuristic.get(h, {}))]
+    pos, neg = shortcut.follows, shortcut.against
+    used = [h for h in shortcut.heuristics if {pos, neg} <= set(by_heuristic.get(h, {}))]
     if not used:
         return None
-    pos = sum(by_heuristic[h][positive] for h in used) / len(used)
-    neg = sum(by_heuristic[h][negative] for h in used) / len(used)
-    return pos - neg
+    return sum(by_heuristic[h][pos] - by_heuristic[h][neg] for h in used) / len(used)
 
 
 def f_bias(dev_score: float, ood_score: float, dense_dev: float, dense_ood: float) -> float:
@@ -96,3 +89,10 @@ def hans_prediction_file(examples: Sequence[Example], preds: Sequence[int], spac
         raise SrnetError(f"hans_prediction_file: {len(examples)} examples but {len(preds)} predictions")
     rows = [f"{example.id},{space.names[int(p)]}" for example, p in zip(examples, preds, strict=True)]
     return "\n".join(["pairID,gold_label", *rows]) + "\n"
+
+
+PredictionFile = Callable[[Sequence[Example], Sequence[int], LabelSpace], str]
+
+PREDICTION_FILES: dict[str, PredictionFile] = {"hans": hans_prediction_file}
+"""Official scorers' prediction-file formats, by the name a :class:`LabelScheme` gives in
+``prediction_file``; the run writes ``predictions/<split>_<name>_predictions.txt``."""

@@ -2,15 +2,22 @@
 metrics.json block of one split.
 
 Model classes are mapped into a split's :class:`~srnet.tasks.base.LabelSpace` by name, so a
-model's class order never has to match the split's.  When ``space.from_model`` maps several
-model classes to one split label (HANS: neutral and contradiction -> non-entailment) their
-*probabilities* are summed; model classes it omits are excluded (FEVER-Symmetric: the argmax
-runs over SUPPORTS and REFUTES only).  All scores are fractions in [0, 1].
+model's class order never has to match the split's.  Model classes the space's ``from_model``
+omits are excluded (FEVER-Symmetric: the argmax runs over SUPPORTS and REFUTES only).  When it
+maps several model classes to one split label (HANS: neutral and contradiction ->
+non-entailment) two collapse rules exist, and they disagree often on weak or pruned models:
+
+* ``sum``: the merged classes' *probabilities* are summed, then the split's argmax is taken
+  (HANS: entailment iff p(entailment) >= 0.5, as the debiasing papers' code does);
+* ``argmax``: the model's own argmax is taken, then mapped (what feeding 3-way predictions to the
+  official HANS script gives).
+
+All scores are fractions in [0, 1].
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,9 +32,10 @@ from srnet.evaluation.challenge import (
     shortcut_gap,
 )
 from srnet.tasks.base import Example, LabelSpace
+from srnet.tasks.spec import LabelScheme
 
 __all__ = [
-    "DEFAULT_GROUPS",
+    "COLLAPSE_RULES",
     "METRICS",
     "accuracy",
     "confusion",
@@ -37,24 +45,36 @@ __all__ = [
     "macro_f1",
     "per_class",
     "predict",
+    "rules_differ",
     "weighted_f1",
 ]
 
-DEFAULT_GROUPS: Mapping[str, tuple[str, ...]] = {
-    "by_heuristic": ("heuristic",),
-    "by_subcase": ("subcase",),
-}
-"""Breakdowns :func:`evaluate_split` adds when every example carries the meta keys (HANS)."""
+COLLAPSE_RULES = ("sum", "argmax")
+"""How model classes merged into one split label are decided (see the module docstring)."""
 
 
-def predict(logits: Any, model_labels: Sequence[str], space: LabelSpace) -> np.ndarray:
-    """Predicted label indices in ``space`` from logits [N, C_model] (numpy or torch)."""
+def predict(logits: Any, model_labels: Sequence[str], space: LabelSpace, rule: str = "sum") -> np.ndarray:
+    """Predicted label indices in ``space`` from logits [N, C_model] (numpy or torch), under the
+    collapse ``rule`` (one of :data:`COLLAPSE_RULES`)."""
+    if rule not in COLLAPSE_RULES:
+        raise SrnetError(f"unknown collapse rule '{rule}'; known: {list(COLLAPSE_RULES)}")
     array = _as_array(logits)
     if array.ndim != 2 or array.shape[1] != len(model_labels):
         raise SrnetError(
             f"logits of shape {tuple(array.shape)} do not match {len(model_labels)} model classes"
         )
-    return space.collapse(softmax(array, axis=1), model_labels).argmax(axis=1)
+    probs = softmax(array, axis=1)
+    if rule == "argmax":
+        kept = [space.from_model is None or name in space.from_model for name in model_labels]
+        choice = np.where(np.array(kept)[None, :], probs, -1.0).argmax(axis=1)
+        probs = np.eye(len(model_labels))[choice]
+    return space.collapse(probs, model_labels).argmax(axis=1)
+
+
+def rules_differ(space: LabelSpace) -> bool:
+    """Whether the collapse rules can disagree on ``space``: it merges several model classes."""
+    targets = list((space.from_model or {}).values())
+    return len(set(targets)) < len(targets)
 
 
 def accuracy(pred: Sequence[int], gold: Sequence[int]) -> float:
@@ -95,40 +115,64 @@ def confusion(pred: Sequence[int], gold: Sequence[int], n_labels: int) -> list[l
 def evaluate_split(
     logits: Any,
     examples: Sequence[Example],
-    space: LabelSpace,
+    scheme: LabelScheme,
     model_labels: Sequence[str],
-    metric: str,
     *,
-    groups: Mapping[str, Sequence[str]] | None = None,
+    collapse: str = "sum",
 ) -> dict[str, Any]:
-    """The metrics.json block of one split.
+    """The metrics.json block of one split, scored by its label ``scheme``.
 
-    Keys: ``n``, ``accuracy``, ``macro_f1``, ``weighted_f1``, ``per_class``, ``confusion``,
-    ``primary`` (the value of ``metric``), plus one accuracy breakdown per entry of ``groups``
-    (default :data:`DEFAULT_GROUPS`, each added only when every example has its meta keys) and,
-    with ``by_heuristic`` on an entailment / non-entailment split, ``shortcut_gap``.
+    Keys: ``n``, ``accuracy``, ``macro_f1``, ``weighted_f1``, ``per_class``, ``confusion``, one
+    accuracy breakdown per entry of ``scheme.groups`` (each only when every example has its meta
+    keys), ``shortcut_gap`` (when the scheme has a shortcut and the examples its meta key) and
+    ``primary`` (the scheme's metric).  When the scheme merges model classes
+    (:func:`rules_differ`) these use the ``collapse`` rule, which the key ``collapse`` records;
+    ``by_rule`` holds the same scores under every rule, and ``rule_disagreement`` counts the
+    examples whose prediction differs between the rules.
     """
-    if metric not in METRICS:
-        raise SrnetError(f"unknown metric '{metric}'; known: {sorted(METRICS)}")
+    if scheme.metric not in METRICS:
+        raise SrnetError(f"unknown metric '{scheme.metric}'; known: {sorted(METRICS)}")
+    if collapse not in COLLAPSE_RULES:
+        raise SrnetError(f"unknown collapse rule '{collapse}'; known: {list(COLLAPSE_RULES)}")
     if not examples:
         raise SrnetError("evaluate_split: no examples")
     array = _as_array(logits)
     if array.shape[0] != len(examples):
         raise SrnetError(f"evaluate_split: {array.shape[0]} rows of logits for {len(examples)} examples")
-    pred = predict(array, model_labels, space)
     gold = np.array([example.label for example in examples])
-    scores = {name: fn(pred, gold) for name, fn in METRICS.items()}
-    block: dict[str, Any] = {"n": len(examples), **scores}
-    block["per_class"] = per_class(pred, gold, space.names)
-    block["confusion"] = confusion(pred, gold, len(space.names))
-    for name, keys in (DEFAULT_GROUPS if groups is None else groups).items():
+    if not rules_differ(scheme.space):
+        pred = predict(array, model_labels, scheme.space)
+        return {"n": len(examples), **_scores(pred, gold, examples, scheme)}
+    preds = {rule: predict(array, model_labels, scheme.space, rule) for rule in COLLAPSE_RULES}
+    by_rule = {rule: _scores(pred, gold, examples, scheme) for rule, pred in preds.items()}
+    return {
+        "n": len(examples),
+        **by_rule[collapse],
+        "collapse": collapse,
+        "by_rule": by_rule,
+        "rule_disagreement": int((preds["sum"] != preds["argmax"]).sum()),
+    }
+
+
+def _scores(
+    pred: np.ndarray, gold: np.ndarray, examples: Sequence[Example], scheme: LabelScheme
+) -> dict[str, Any]:
+    """Scores, breakdowns, shortcut gap and primary metric of one set of predictions."""
+    names = scheme.space.names
+    scores: dict[str, Any] = {name: fn(pred, gold) for name, fn in METRICS.items()}
+    scores["per_class"] = per_class(pred, gold, names)
+    scores["confusion"] = confusion(pred, gold, len(names))
+    for name, keys in scheme.groups.items():
         if all(key in example.meta for example in examples for key in keys):
-            block[name] = group_accuracy(pred, gold, examples, keys, names=space.names)
-    gap = shortcut_gap(block["by_heuristic"]) if "by_heuristic" in block else None
-    if gap is not None:
-        block["shortcut_gap"] = gap
-    block["primary"] = scores[metric]
-    return block
+            scores[name] = group_accuracy(pred, gold, examples, keys, names=names)
+    shortcut = scheme.shortcut
+    if shortcut is not None and all(shortcut.key in example.meta for example in examples):
+        table = group_accuracy(pred, gold, examples, (shortcut.key,), names=names)
+        gap = shortcut_gap(table, shortcut)  # type: ignore[arg-type]
+        if gap is not None:
+            scores["shortcut_gap"] = gap
+    scores["primary"] = scores[scheme.metric]
+    return scores
 
 
 def _as_array(values: Any) -> np.ndarray:

@@ -1,59 +1,289 @@
-"""Aggregate finished runs into one comparison table (and an ID vs OOD plot)."""
+"""Aggregate finished runs: find them, read them, split them into comparable sections and average
+each configuration over seeds.
+
+A run is *complete* when its ``metrics.json`` exists (written last).  Each run is labelled by
+method, loss, paradigm and target sparsity: ``tags`` in its recipe first, then the recipe itself
+(``pruning.method``, or ``dense`` without pruning; ``loss.name``; paradigm ``-``).  Runs belong to
+the same section when they share the task and the evaluation splits (name and size).
+
+Every number is read under one collapse rule per section (see :mod:`srnet.evaluation.metrics`):
+for a split whose label scheme merges model classes, the scores under that rule come from the
+block's ``by_rule``; metrics.json files written before both rules were recorded hold ``sum``.
+"""
 
 from __future__ import annotations
 
 import json
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from srnet.errors import SrnetError
+from srnet.evaluation.challenge import f_bias
+from srnet.evaluation.metrics import COLLAPSE_RULES, rules_differ
 from srnet.experiments.rundir import RunDir
+from srnet.tasks.registry import TASKS
+from srnet.tasks.spec import DataSpec, LabelScheme
 
-HEURISTIC_COLUMNS = {
-    "lexical_overlap": "lex", "subsequence": "sub", "constituent": "const",
-}
-LABEL_SUFFIX = {"entailment": "E", "non-entailment": "N"}
+DENSE = "dense"
+LABELS = ("method", "loss", "paradigm", "sparsity")
+"""The labels every run gets (further ``tags`` keys are extra labels)."""
 
 
-def run_row(run_dir: str | Path) -> dict[str, Any]:
-    """One table row from a finished run: method, loss, sparsity, first ID and first OOD split."""
-    run = RunDir(Path(run_dir))
+@dataclass(frozen=True)
+class Run:
+    """One complete run: where it is, its metrics and recipe, and its labels."""
+
+    path: Path
+    metrics: dict[str, Any]
+    recipe: dict[str, Any]
+    labels: dict[str, Any]
+    seed: Any
+    schemes: dict[str, LabelScheme] = field(default_factory=dict)
+    """Evaluation split name -> its label scheme (when the task and split are known)."""
+
+    @property
+    def dense(self) -> bool:
+        return self.labels["method"] == DENSE
+
+    def block(self, kind: str, split: str, rule: str) -> dict[str, Any] | None:
+        """The ``kind`` (id/ood) split's scores under the collapse ``rule`` (None if not recorded)."""
+        block = (self.metrics.get(kind) or {}).get(split)
+        if block is None:
+            return None
+        if "by_rule" in block:
+            return block["by_rule"].get(rule)
+        scheme = self.schemes.get(split)
+        merges = scheme is not None and rules_differ(scheme.space)
+        return block if not merges or rule == "sum" else None
+
+    def primary_rule(self) -> str | None:
+        """The collapse rule of this run's top-level numbers, where one applies."""
+        rules = {b.get("collapse") for b in (self.metrics.get("ood") or {}).values()} - {None}
+        return next(iter(rules)) if len(rules) == 1 else None
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """Complete run directories among ``paths`` (run directories or folders searched recursively)."""
+    found: dict[Path, None] = {}
+    for path in map(Path, paths):
+        if not path.exists():
+            raise SrnetError(f"{path}: no such file or folder")
+        if not path.is_dir():
+            raise SrnetError(f"{path}: not a folder (give run directories or folders of runs)")
+        metrics = [path / "metrics.json"] if (path / "metrics.json").is_file() else path.rglob("metrics.json")
+        for file in sorted(metrics):
+            found.setdefault(file.parent, None)
+    if not found:
+        where = ", ".join(str(p) for p in paths)
+        raise SrnetError(f"{where}: no complete runs (no metrics.json under it)")
+    return list(found)
+
+
+def load_run(path: str | Path) -> Run:
+    """Read one run directory's metrics.json and config.yaml and label it."""
+    run = RunDir(Path(path))
     if not run.metrics.is_file():
-        raise SrnetError(f"{run.metrics}: not found (is '{run_dir}' a finished srnet run?)")
+        raise SrnetError(f"{run.metrics}: not found (is '{path}' a finished srnet run?)")
     try:
         metrics = json.loads(run.metrics.read_text(encoding="utf-8"))
         recipe = yaml.safe_load(run.config.read_text(encoding="utf-8")) if run.config.is_file() else {}
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         what = type(exc).__name__
         raise SrnetError(f"{run.root}: unreadable metrics.json or config.yaml ({what})") from None
-    pruning = recipe.get("pruning") or {}
-    row: dict[str, Any] = {
-        "run": metrics.get("run", Path(run_dir).name),
-        "method": pruning.get("method", "dense"),
-        "loss": (recipe.get("loss") or {}).get("name", "ce"),
-        "sparsity": (metrics.get("sparsity") or {}).get("overall", 0.0),
-    }
+    if not isinstance(metrics, dict) or not isinstance(recipe or {}, dict):
+        raise SrnetError(f"{run.root}: metrics.json or config.yaml is not a mapping")
     for kind in ("id", "ood"):
         splits = metrics.get(kind) or {}
-        if not splits:
+        if not isinstance(splits, dict) or not all(isinstance(b, dict) for b in splits.values()):
+            raise SrnetError(f"{run.metrics}: '{kind}' is not a mapping of split name -> scores")
+    recipe = recipe or {}
+    labels = run_labels(recipe, metrics.get("sparsity"))
+    return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.get("seed")),
+               split_schemes(recipe, metrics.get("task") or recipe.get("task")))
+
+
+def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """method, loss, paradigm, sparsity and any further tags of a run's recipe.
+
+    The sparsity is the recipe's target; a run without pruning whose evaluated weights hold
+    zeros (``measured``: metrics.json's sparsity block, e.g. an evaluated subnetwork) is labelled
+    ``subnetwork`` at its measured sparsity (2 decimals) rather than ``dense``.
+    """
+    pruning = recipe.get("pruning") or {}
+    tags = {str(k): str(v) for k, v in (recipe.get("tags") or {}).items()}
+    method = tags.pop("method", None) or pruning.get("method") or DENSE
+    sparsity = float(pruning.get("sparsity") or 0.0)
+    zeros = float((measured or {}).get("overall") or 0.0)
+    if method == DENSE and not pruning and zeros >= 0.01:
+        method, sparsity = "subnetwork", round(zeros, 2)
+    labels: dict[str, Any] = {
+        "method": method,
+        "loss": tags.pop("loss", None) or (recipe.get("loss") or {}).get("name", "ce"),
+        "paradigm": tags.pop("paradigm", "-"),
+        "sparsity": 0.0 if method == DENSE else sparsity,
+    }
+    return labels | {k: v for k, v in sorted(tags.items()) if k not in labels}
+
+
+def split_schemes(recipe: dict[str, Any], task_name: str | None) -> dict[str, LabelScheme]:
+    """Split display name -> label scheme, for the evaluation splits a run's recipe names."""
+    task = TASKS.get(task_name or "")
+    data = recipe.get("data") or {}
+    specs = [data.get("dev"), *(data.get("eval") or []), *(data.get("challenge") or [])]
+    out: dict[str, LabelScheme] = {}
+    for raw in specs:
+        if task is None or not isinstance(raw, dict):
             continue
-        name, block = next(iter(splits.items()))
-        row[kind] = block.get("accuracy")
-        row[f"{kind}_split"] = name
-        if kind == "id" and "easy_hard" in block:
-            row["easy"], row["hard"] = block["easy_hard"]["easy"], block["easy_hard"]["hard"]
-        if kind == "ood":
-            row["gap"] = block.get("shortcut_gap")
-            for heuristic, short in HEURISTIC_COLUMNS.items():
-                for label, suffix in LABEL_SUFFIX.items():
-                    row[f"{short}-{suffix}"] = (block.get("by_heuristic") or {}).get(heuristic, {}).get(label)
-    return row
+        try:
+            spec = DataSpec.model_validate(raw)
+            out[spec.display_name] = task.scheme(spec.challenge)
+        except (ValidationError, SrnetError):
+            continue
+    return out
 
 
-def comparison_columns(rows: list[dict[str, Any]]) -> list[str]:
-    """The columns of :func:`run_row` that at least one row fills, in a fixed order."""
-    order = ["run", "method", "loss", "sparsity", "id", "easy", "hard", "ood", "gap"]
-    order += [f"{h}-{s}" for h in HEURISTIC_COLUMNS.values() for s in LABEL_SUFFIX.values()]
-    return [c for c in order if any(r.get(c) is not None for r in rows)]
+@dataclass
+class Section:
+    """Runs that can be compared: same task, same evaluation splits of the same sizes."""
+
+    task: str
+    id_splits: list[str]
+    ood_splits: list[str]
+    sizes: dict[str, int]
+    runs: list[Run]
+
+    @property
+    def title(self) -> str:
+        parts = [f"{s} (n={self.sizes[s]})" for s in self.id_splits + self.ood_splits]
+        return f"{self.task}: " + ", ".join(parts)
+
+    @property
+    def rule(self) -> str:
+        """The collapse rule the section's tables use: the runs' primary rule when they agree,
+        else ``sum`` (which every run records)."""
+        rules = {run.primary_rule() or "sum" for run in self.runs}
+        return rules.pop() if len(rules) == 1 else "sum"
+
+    def merging_splits(self) -> list[str]:
+        """OOD splits whose label scheme merges model classes (where the rule matters)."""
+        return [s for s in self.ood_splits
+                if any(s in r.schemes and rules_differ(r.schemes[s].space) for r in self.runs)]
+
+    def scheme(self, split: str) -> LabelScheme | None:
+        return next((r.schemes[split] for r in self.runs if split in r.schemes), None)
+
+
+def sections(runs: Iterable[Run]) -> list[Section]:
+    """Group runs into comparable sections (first-seen order)."""
+    out: dict[tuple, Section] = {}
+    for run in runs:
+        blocks = {kind: run.metrics.get(kind) or {} for kind in ("id", "ood")}
+        sizes = {name: b.get("n") for kind in blocks for name, b in blocks[kind].items()}
+        key = (run.metrics.get("task"), tuple(blocks["id"]), tuple(blocks["ood"]), tuple(sizes.values()))
+        if key not in out:
+            out[key] = Section(str(key[0]), list(key[1]), list(key[2]), sizes, [])
+        out[key].runs.append(run)
+    return list(out.values())
+
+
+def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str, float | None]:
+    """One run's numbers under ``rule`` (default: the section's): ``ID <split>``, ``<split>``
+    (each OOD split's primary metric), ``gap <split>`` (shortcut gap) and ``F_bias <split>``."""
+    rule = rule or section.rule
+    values: dict[str, float | None] = {}
+    for split in section.id_splits:
+        values[f"ID {split}"] = (run.block("id", split, rule) or {}).get("primary")
+    for split in section.ood_splits:
+        block = run.block("ood", split, rule) or {}
+        values[split] = block.get("primary")
+        scheme = section.scheme(split)
+        if block.get("shortcut_gap") is not None or (scheme is not None and scheme.shortcut):
+            values[f"gap {split}"] = block.get("shortcut_gap")
+    values.update(f_bias_values(run, section, rule))
+    return values
+
+
+def f_bias_values(run: Run, section: Section, rule: str) -> dict[str, float | None]:
+    """F_bias of each OOD split against the first ID split: relative to the mean of the section's
+    dense CE runs under ``rule`` when there are any, else as the run recorded it."""
+    if not section.id_splits:
+        return {}
+    id_split = section.id_splits[0]
+    dense = [r for r in section.runs if r.dense and r.labels["loss"] == "ce"]
+    out: dict[str, float | None] = {}
+    for split in section.ood_splits:
+        recorded = (run.metrics.get("f_bias") or {}).get(split)
+        pairs = [((r.block("id", id_split, rule) or {}).get("primary"),
+                  (r.block("ood", split, rule) or {}).get("primary")) for r in dense]
+        pairs = [p for p in pairs if None not in p]
+        mine = ((run.block("id", id_split, rule) or {}).get("primary"),
+                (run.block("ood", split, rule) or {}).get("primary"))
+        if pairs and None not in mine:
+            dense_id = statistics.fmean(p[0] for p in pairs)
+            dense_ood = statistics.fmean(p[1] for p in pairs)
+            try:
+                out[f"F_bias {split}"] = f_bias(*mine, dense_id, dense_ood)  # type: ignore[arg-type]
+            except SrnetError:
+                out[f"F_bias {split}"] = None
+        else:
+            out[f"F_bias {split}"] = recorded
+    return out
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample standard deviation (ddof 1; None for one value) of ``n`` values."""
+
+    mean: float
+    std: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stat:
+        return cls(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None,
+                   len(values))
+
+
+@dataclass
+class Group:
+    """One configuration (labels) of a section, its runs and the per-column statistics."""
+
+    labels: dict[str, Any]
+    runs: list[Run]
+    stats: dict[str, Stat]
+
+    @property
+    def name(self) -> str:
+        """``method/loss`` plus the paradigm and extra tags when set (not the sparsity)."""
+        parts = [self.labels["method"], self.labels["loss"]]
+        parts += [f"{k}={v}" for k, v in self.labels.items() if k not in LABELS]
+        paradigm = self.labels.get("paradigm", "-")
+        return "/".join(parts) + (f" ({paradigm})" if paradigm != "-" else "")
+
+
+def group_runs(section: Section, rule: str | None = None) -> list[Group]:
+    """The section's runs grouped by labels, each column averaged over the group's runs (seeds),
+    sorted dense first, then by name and sparsity."""
+    grouped: dict[tuple, list[Run]] = {}
+    for run in section.runs:
+        grouped.setdefault(tuple(sorted(run.labels.items())), []).append(run)
+    groups = []
+    for runs in grouped.values():
+        columns: dict[str, list[float]] = {}
+        for run in runs:
+            for name, value in run_values(run, section, rule).items():
+                if value is not None:
+                    columns.setdefault(name, []).append(float(value))
+        groups.append(Group(runs[0].labels, runs, {k: Stat.of(v) for k, v in columns.items()}))
+    return sorted(groups, key=lambda g: (g.labels["method"] != DENSE, g.name, g.labels["sparsity"]))
+
+
+def other_rule(rule: str) -> str:
+    """The collapse rule that is not ``rule``."""
+    return next(r for r in COLLAPSE_RULES if r != rule)

@@ -8,9 +8,9 @@ from srnet.bias import compute_difficulty, write_difficulty
 from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.metrics import evaluate_split
-from srnet.experiments.run import load_run_data, load_training_examples
+from srnet.experiments.data import load_run_data, load_training_examples
 from srnet.io import atomic_write_json
-from srnet.tasks import get_task, label_space, split_name
+from srnet.tasks import get_task, split_name
 
 
 def fit_bias(recipe: Recipe, out_dir: str | Path) -> dict:
@@ -33,11 +33,12 @@ def fit_bias(recipe: Recipe, out_dir: str | Path) -> dict:
     sets += [("ood", s) for s in data.challenges]
     for kind, (spec, examples) in sets:
         name = split_name(spec)
-        space = label_space(task, spec)
-        preds = model.predict_split(examples, name, space)
+        scheme = task.scheme(spec.challenge)
+        preds = model.predict_split(examples, name, scheme.space)
         model.write(out / f"{name}.jsonl", preds)
-        metric = task.challenge_metric(spec) if kind == "ood" else task.primary_metric
-        report[kind][name] = evaluate_split(preds.log_probs, examples, space, task.labels, metric)
+        report[kind][name] = evaluate_split(
+            preds.log_probs, examples, scheme, task.labels, collapse=recipe.evaluation.collapse
+        )
     atomic_write_json(out / "bias_metrics.json", report)
     return report
 

@@ -11,11 +11,12 @@ import torch
 from srnet.bias import load_bias_log_probs
 from srnet.config import Recipe
 from srnet.errors import SrnetError
-from srnet.evaluation.metrics import evaluate_split, f_bias, hans_prediction_file, predict
+from srnet.evaluation.challenge import PREDICTION_FILES
+from srnet.evaluation.metrics import evaluate_split, f_bias, predict
 from srnet.evaluation.predict import predict_logits, write_predictions
 from srnet.experiments.rundir import RunDir
 from srnet.io import atomic_write_text
-from srnet.tasks import Task, label_space, split_name
+from srnet.tasks import Task, split_name
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 
@@ -31,28 +32,32 @@ def evaluate_splits(
     recipe: Recipe,
     run: RunDir,
 ) -> dict:
-    """``{"id": {name: block}, "ood": {name: block}}``; predictions under ``run.predictions``."""
+    """``{"id": {name: block}, "ood": {name: block}}``; predictions under ``run.predictions``.
+
+    Each split is scored by its label scheme (the task's, or its challenge set's), under the
+    recipe's ``evaluation.collapse`` rule where the scheme merges model classes.
+    """
     out: dict[str, dict] = {"id": {}, "ood": {}}
+    rule = recipe.evaluation.collapse
     for kind, sets in (("id", id_sets), ("ood", ood_sets)):
         for spec, examples in sets:
             name = split_name(spec)
-            space = label_space(task, spec)
+            scheme = task.scheme(spec.challenge)
             logits = predict_logits(
                 model, tokenizer, examples, max_length=recipe.model.max_length,
                 batch_size=recipe.training.eval_batch_size, desc=f"eval {name}",
             )
-            metric = task.challenge_metric(spec) if kind == "ood" else task.primary_metric
-            block = evaluate_split(logits, examples, space, task.labels, metric)
-            preds = predict(logits, task.labels, space)
+            block = evaluate_split(logits, examples, scheme, task.labels, collapse=rule)
+            preds = predict(logits, task.labels, scheme.space, rule)
             bias_file = Path(recipe.bias_dir) / f"{name}.jsonl" if recipe.bias_dir else None
             if kind == "id" and bias_file is not None and bias_file.is_file():
                 block["easy_hard"] = easy_hard_split(bias_file, examples, preds, task.labels)
             out[kind][name] = block
-            write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, space)
-            if spec.challenge == "hans":
+            write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, scheme.space)
+            if scheme.prediction_file is not None:
                 atomic_write_text(
-                    run.predictions / f"{name}_hans_predictions.txt",
-                    hans_prediction_file(examples, preds, space),
+                    run.predictions / f"{name}_{scheme.prediction_file}_predictions.txt",
+                    PREDICTION_FILES[scheme.prediction_file](examples, preds, scheme.space),
                 )
     return out
 

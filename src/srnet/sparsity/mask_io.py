@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save
 from torch import nn
 from torch.nn.utils import parametrize
 
@@ -145,9 +145,22 @@ def save_masks(
         sparsity=pooled_sparsity(counts.values()),
         per_matrix={name: z / n for name, (z, n) in counts.items()},
     )
-    header = _to_header(written)
-    atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
+    data = _canonical(save(tensors, metadata=_to_header(written)))
+    atomic_write(path, lambda tmp: tmp.write_bytes(data))
     return written
+
+
+def _canonical(data: bytes) -> bytes:
+    """The same safetensors file with its JSON header's keys sorted.
+
+    safetensors writes metadata in hash-map order, which changes from run to run; sorting makes
+    identical masks and metadata give byte-identical files.  Tensor offsets are unchanged.
+    """
+    size = int.from_bytes(data[:8], "little")
+    header = json.dumps(json.loads(data[8 : 8 + size]), sort_keys=True, separators=(",", ":"))
+    encoded = header.encode()
+    encoded += b" " * (-len(encoded) % 8)
+    return len(encoded).to_bytes(8, "little") + encoded + data[8 + size :]
 
 
 def load_masks(

@@ -27,6 +27,8 @@ from srnet.tasks.synthetic import generate_synthetic, synthetic_labels
 log = logging.getLogger(__name__)
 
 _CORE_FIELDS = ("text_a", "text_b", "label", "id")
+_SKIP = -1
+"""Label index of rows without a gold label (``-``, or mapped to it by ``label_map``)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def load_split(task: Task | str, spec: DataSpec, *, base_dir: str | Path | None 
     if skipped:
         log.info("%s: skipped %d rows without a gold label", source, skipped)
     if spec.n is not None:
-        examples = stratified_subsample(examples, spec.n, spec.seed)
+        examples = stratified_subsample(examples, spec.n, spec.seed, strata=_strata(scheme, examples))
     return LoadedSplit(name, examples, scheme, skipped)
 
 
@@ -77,10 +79,14 @@ def split_name(spec: DataSpec) -> str:
     return spec.display_name
 
 
-def stratified_subsample(examples: Sequence[Example], n: int, seed: int = 0) -> list[Example]:
-    """``n`` examples keeping label proportions (largest remainder), in their original order.
+def stratified_subsample(
+    examples: Sequence[Example], n: int, seed: int = 0, strata: Sequence[str] = ()
+) -> list[Example]:
+    """``n`` examples keeping the proportions of each label x ``strata`` meta cell, in order.
 
-    Deterministic in ``seed``; asking for at least as many examples as there are returns all.
+    Quotas are proportional with largest remainders (a 3,000-pair HANS subsample stratified by
+    ``heuristic`` has 500 pairs in each heuristic x label cell).  Deterministic in ``seed``;
+    asking for at least as many examples as there are returns all.
     """
     if n <= 0:
         raise SrnetError(f"subsample size n must be positive, got {n}")
@@ -88,9 +94,10 @@ def stratified_subsample(examples: Sequence[Example], n: int, seed: int = 0) -> 
         if n > len(examples):
             log.warning("asked for %d examples, the split has %d: keeping all", n, len(examples))
         return list(examples)
-    by_label: dict[int, list[int]] = {}
+    by_label: dict[tuple, list[int]] = {}
     for index, example in enumerate(examples):
-        by_label.setdefault(example.label, []).append(index)
+        cell = (example.label, *(example.meta.get(key, "") for key in strata))
+        by_label.setdefault(cell, []).append(index)
     labels = sorted(by_label)
     exact = {label: n * len(by_label[label]) / len(examples) for label in labels}
     quota = {label: int(exact[label]) for label in labels}
@@ -100,6 +107,12 @@ def stratified_subsample(examples: Sequence[Example], n: int, seed: int = 0) -> 
     rng = random.Random(f"srnet.subsample:{seed}")
     chosen = [i for label in labels for i in rng.sample(by_label[label], quota[label])]
     return [examples[i] for i in sorted(chosen)]
+
+
+def _strata(scheme: LabelScheme, examples: Sequence[Example]) -> tuple[str, ...]:
+    """Meta keys of the scheme's first breakdown (e.g. HANS ``heuristic``) that every example has."""
+    keys = next(iter(scheme.groups.values()), ())
+    return tuple(k for k in keys if all(k in ex.meta for ex in examples))
 
 
 def _synthetic(task: Task, scheme: LabelScheme, spec: DataSpec) -> list[Example]:
@@ -120,8 +133,8 @@ def _examples(
     columns = {**task.columns, **scheme.columns, **FORMAT_COLUMNS.get(spec.resolved_format, {})}
     columns.update({key: (column,) for key, column in spec.columns.items()})
     required = {"text_a", "label", *spec.columns} | ({"text_b"} if "text_b" in columns else set())
-    lookup = _label_lookup(scheme)
-    expected = list(dict.fromkeys([*scheme.space.names, *scheme.aliases]))
+    lookup = _label_lookup(scheme, spec, raw.source)
+    expected = list(dict.fromkeys([*spec.label_map, *scheme.space.names, *scheme.aliases]))
     resolved: dict[frozenset[str], dict[str, str]] = {}
     if raw.header is not None:
         resolved[frozenset(raw.header)] = _resolve(columns, required, raw.header, raw.source)
@@ -134,15 +147,16 @@ def _examples(
             resolved[keys] = _resolve(columns, required, row.fields, f"{raw.source}:{row.line}")
         mapping = resolved[keys]
         label_text = row.fields[mapping["label"]].strip()
-        if label_text == NO_GOLD:
-            skipped += 1
-            continue
-        label = lookup.get(label_text.lower())
+        label = lookup.get(label_text, lookup.get(label_text.lower()))
         if label is None:
+            hint = "add it to the split's label_map" if spec.label_map else "map it with label_map"
             raise SrnetError(
                 f"{raw.source}:{row.line}: unknown label '{label_text}' for task {task.name}"
-                f"{_challenge_note(spec)}; expected one of {expected}"
+                f"{_challenge_note(spec)}; expected one of {expected} ({hint})"
             )
+        if label == _SKIP:
+            skipped += 1
+            continue
         given_id = row.fields[mapping["id"]].strip() if "id" in mapping else ""
         example_id = given_id or f"{name}-{row.line}"
         if example_id in first_line:
@@ -172,12 +186,23 @@ def _resolve(
     return mapping
 
 
-def _label_lookup(scheme: LabelScheme) -> dict[str, int]:
-    """Lower-cased spelling -> label index, for the names and their aliases."""
+def _label_lookup(scheme: LabelScheme, spec: DataSpec, source: str) -> dict[str, int]:
+    """File spelling -> label index (or :data:`_SKIP`): the split's ``label_map`` (exact), then
+    the names and aliases (lower-cased).  A ``label_map`` value must be a label name or ``-``."""
     lookup = {name.lower(): i for i, name in enumerate(scheme.space.names)}
     for alias, name in scheme.aliases.items():
         lookup.setdefault(alias.lower(), scheme.space.index(name))
-    return lookup
+    lookup[NO_GOLD] = _SKIP
+    mapped = {}
+    for given, name in spec.label_map.items():
+        target = lookup.get(name.lower()) if name in (NO_GOLD, *scheme.space.names) else None
+        if target is None:
+            raise SrnetError(
+                f"{source}: label_map: '{given}' -> '{name}': '{name}' is not a label of this "
+                f"split; expected one of {[*scheme.space.names, NO_GOLD]}"
+            )
+        mapped[given] = target
+    return {**lookup, **mapped}
 
 
 def _challenge_note(spec: DataSpec) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from srnet.tasks.base import LabelSpace
-from srnet.tasks.spec import LabelScheme, Task
+from srnet.tasks.spec import LabelScheme, Shortcut, Task
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 """Model class order; GLUE/HF integer labels 0, 1, 2 follow it."""
@@ -23,6 +23,12 @@ HANS = LabelScheme(
     aliases={"0": "entailment", "1": "non-entailment", "non_entailment": "non-entailment"},
     columns={"heuristic": ("heuristic",), "subcase": ("subcase",), "template": ("template",)},
     groups={"by_heuristic": ("heuristic",), "by_subcase": ("subcase",)},
+    shortcut=Shortcut(
+        heuristics=("lexical_overlap", "subsequence", "constituent"),
+        follows="entailment",
+        against="non-entailment",
+    ),
+    prediction_file="hans",
 )
 """HANS (McCoy et al. 2019): 3-way predictions collapse to entailment vs non-entailment."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,10 +85,21 @@ def open_split(spec: DataSpec, base_dir: str | Path | None = None) -> RawSplit:
         raise SrnetError("synthetic splits are generated, not read; use srnet.tasks.load_examples")
     path = resolve_path(spec.path or "", base_dir)
     if not path.is_file():
-        raise SrnetError(f"{path}: data file not found")
+        raise SrnetError(f"{path}: data file not found{_where_looked(spec.path or '', base_dir)}")
     if fmt in ("jsonl", "fever") or (fmt == "hans" and path.suffix.lower() in _JSONL_SUFFIXES):
         return read_jsonl(path)
     return read_delimited(path, "," if fmt == "csv" else "\t")
+
+
+def _where_looked(given: str, base_dir: str | Path | None) -> str:
+    """For a relative path: the folder it was resolved against and how to change it."""
+    if resolve_path(given).is_absolute():
+        return ""
+    folder = Path(base_dir) if base_dir is not None else Path.cwd()
+    return (
+        f" (relative path '{given}' looked for in {folder.resolve()}; set SRNET_DATA_DIR or "
+        f"data.base_dir to the data folder)"
+    )
 
 
 def read_jsonl(path: Path) -> RawSplit:
@@ -102,7 +113,7 @@ def _jsonl_rows(path: Path) -> Iterator[RawRow]:
             continue
         try:
             record = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError, over-long ints, deep nesting
             raise SrnetError(f"{path}:{line}: invalid JSON") from None
         if not isinstance(record, dict):
             raise SrnetError(f"{path}:{line}: invalid JSON (expected an object per line)")
@@ -111,45 +122,61 @@ def _jsonl_rows(path: Path) -> Iterator[RawRow]:
 
 def read_delimited(path: Path, delimiter: str) -> RawSplit:
     """A CSV (``,``) or TSV (``\\t``) file whose first line names the columns."""
-    with closing(_lines(path)) as lines:
-        first = next((text for _, text in lines if text.strip()), None)
+    rows = _records(path, delimiter)
+    with closing(rows):
+        first = next(rows, None)
     if first is None:
         raise SrnetError(f"{path}: no examples")
-    header = tuple(next(_records([first], delimiter)))
+    header = tuple(first[1])
     return RawSplit(str(path), header, _delimited_rows(path, delimiter, header))
 
 
 def _delimited_rows(path: Path, delimiter: str, header: tuple[str, ...]) -> Iterator[RawRow]:
-    reader = _records((text for _, text in _lines(path)), delimiter)
-    in_body = False
-    for values in reader:
-        if not values or values == [""]:
-            continue
-        if not in_body:  # the header line
-            in_body = True
-            continue
+    records = _records(path, delimiter)
+    next(records, None)  # the header
+    for line, values in records:
         if len(values) != len(header):
-            raise SrnetError(
-                f"{path}:{reader.line_num}: expected {len(header)} fields, found {len(values)}"
-            )
-        yield RawRow(reader.line_num, dict(zip(header, values, strict=True)))
+            raise SrnetError(f"{path}:{line}: expected {len(header)} fields, found {len(values)}")
+        yield RawRow(line, dict(zip(header, values, strict=True)))
 
 
-def _records(lines: Iterable[str], delimiter: str):
+def _records(path: Path, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """Non-blank records with their (last) line number; CSV errors name the line."""
+    lines = _lines(path)
+    texts = (text for _, text in lines)
     if delimiter == "\t":
-        return csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
-    return csv.reader(lines, delimiter=delimiter)
+        reader = csv.reader(texts, delimiter="\t", quoting=csv.QUOTE_NONE)
+    else:
+        reader = csv.reader(texts, delimiter=delimiter)
+    with closing(lines):
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise SrnetError(
+                    f"{path}:{reader.line_num}: unreadable {_kind(delimiter)} record ({exc})"
+                ) from None
+            if values and values != [""]:
+                yield reader.line_num, values
+
+
+def _kind(delimiter: str) -> str:
+    return "TSV" if delimiter == "\t" else "CSV"
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line_number, text)`` of a UTF-8 file (a BOM is dropped); decoding errors name the line."""
-    line = 0
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        try:
-            for line, text in enumerate(handle, start=1):
-                yield line, text
-        except UnicodeDecodeError:
-            raise SrnetError(f"{path}: not valid UTF-8 text (near line {line + 1})") from None
+    """``(line_number, text)`` of a UTF-8 file (a BOM is dropped); a bad byte names its line."""
+    with open(path, "rb") as handle:
+        for line, raw in enumerate(handle, start=1):
+            try:
+                yield line, raw.decode("utf-8-sig" if line == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise SrnetError(
+                    f"{path}:{line}: not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                    f"{exc.start + 1}; save the file as UTF-8)"
+                ) from None
 
 
 def read_hub(hub: HubSpec) -> RawSplit:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from srnet.errors import SrnetError
 from srnet.tasks.base import LabelSpace
@@ -79,6 +79,19 @@ class DataSpec(BaseModel):
     challenge: str | None = Field(
         None, description="challenge label space (e.g. hans, fever_symmetric, paws); None = task labels"
     )
+    label_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="file label -> the split's label name, e.g. {e: entailment} or {0: entailment}; "
+        "'-' marks rows without a gold label",
+    )
+
+    @field_validator("label_map", mode="before")
+    @classmethod
+    def _label_map_keys(cls, value: object) -> object:
+        """YAML reads ``{0: entailment}`` with int keys; file labels are matched as text."""
+        if isinstance(value, Mapping):
+            return {_label_text(k): _label_text(v) for k, v in value.items()}
+        return value
 
     @model_validator(mode="after")
     def _check_source(self) -> DataSpec:
@@ -135,6 +148,27 @@ class DataSpec(BaseModel):
         return stem
 
 
+def _label_text(value: object) -> object:
+    """An int (or integral float) label as its text; other values unchanged."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value) if isinstance(value, int) else value
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """A challenge set's known shortcut: on examples whose ``meta[key]`` is one of ``heuristics``
+    it predicts ``follows``.  The shortcut gap is the mean accuracy on ``follows`` minus the mean
+    on ``against`` over those heuristics (HANS: entailment minus non-entailment)."""
+
+    heuristics: tuple[str, ...]
+    follows: str
+    against: str
+    key: str = "heuristic"
+
+
 @dataclass(frozen=True)
 class LabelScheme:
     """How a split's labels are read and scored: label space, aliases, columns, metric, groups."""
@@ -147,6 +181,11 @@ class LabelScheme:
     """Extra default columns (e.g. HANS ``heuristic``/``subcase`` meta)."""
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """metrics.json block name -> meta keys to break accuracy down by (then by gold label)."""
+    shortcut: Shortcut | None = None
+    """The shortcut the split tests, scored as a shortcut gap (None: no gap)."""
+    prediction_file: str | None = None
+    """Format of an official scorer's prediction file to write too (a key of
+    :data:`srnet.evaluation.challenge.PREDICTION_FILES`, e.g. ``hans``)."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,20 +10,22 @@ import numpy as np
 import torch
 from safetensors.torch import load_model, save_model
 
+from srnet.io import atomic_folder
+
 
 def save_folder_atomically(target: Path, write) -> None:
-    """Call ``write(tmp_dir)`` and swap the finished folder into place of ``target``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    old = target.with_name(target.name + ".old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    write(tmp)
-    shutil.rmtree(old, ignore_errors=True)
-    if target.exists():
-        target.rename(old)
-    tmp.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
+    """Call ``write(tmp_dir)`` and swap the finished folder into place of ``target``.
+
+    A failed write (e.g. a full disk) leaves no half-written folder behind, nor an empty
+    ``checkpoints/`` folder that would make a plain rerun look like a started run.
+    """
+    parent_existed = target.parent.exists()
+    try:
+        atomic_folder(target, write)
+    except BaseException:
+        if not parent_existed and target.parent.is_dir() and not any(target.parent.iterdir()):
+            target.parent.rmdir()
+        raise
 
 
 def rng_state() -> dict[str, Any]:

@@ -30,6 +30,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from srnet.config import TrainingConfig
 from srnet.errors import SrnetError
+from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
 from srnet.losses import Loss
 from srnet.pruning.base import PruningMethod
@@ -102,10 +103,9 @@ def weight_param_groups(
 
 
 class Trainer:
-    """Trains ``model`` on ``train_set`` and keeps the best checkpoint under ``work_dir``.
-
-    ``work_dir`` receives ``checkpoints/last`` (resumable), ``checkpoints/best`` (model
-    state + exact masks) and ``log.jsonl``.
+    """Trains ``model`` on ``train_set``; every file goes where ``run`` (a :class:`RunDir`) says:
+    its resumable last checkpoint, best checkpoint (model state + exact masks), log, intermediate
+    exports and TensorBoard folder.
     """
 
     def __init__(
@@ -115,7 +115,7 @@ class Trainer:
         train_set: EncodedDataset,
         cfg: TrainingConfig,
         loss_fn: Loss,
-        work_dir: Path,
+        run: RunDir,
         *,
         seed: int,
         method: PruningMethod,
@@ -131,7 +131,7 @@ class Trainer:
         self.objective = objective if objective is not None else Standard()
         self.dev_metric = dev_metric
         self.mask_metadata = mask_metadata
-        self.work_dir = Path(work_dir)
+        self.run = run
         self.seed = seed
         self.accelerator = Accelerator(
             mixed_precision=cfg.mixed_precision,
@@ -166,9 +166,9 @@ class Trainer:
             self.model, self.optimizer, self.loader
         )
         self.state = TrainState()
-        self.last_dir = self.work_dir / "checkpoints" / "last"
-        self.best_dir = self.work_dir / "checkpoints" / "best"
-        self.log_path = self.work_dir / "log.jsonl"
+        self.last_dir = run.last_checkpoint
+        self.best_dir = run.best_checkpoint
+        self.log_path = run.log
         self._tb = None
         if cfg.tensorboard and self.accelerator.is_main_process:
             try:
@@ -177,7 +177,7 @@ class Trainer:
                 raise SrnetError(
                     "training.tensorboard needs the tensorboard package: pip install 'srnet[tensorboard]'"
                 ) from None
-            self._tb = SummaryWriter(str(self.work_dir / "tensorboard"))
+            self._tb = SummaryWriter(str(run.tensorboard))
 
     # ----------------------------------------------------------------- public API
     @property
@@ -316,7 +316,7 @@ class Trainer:
         """A plain Hugging Face checkpoint of the model at this step (masks baked in)."""
         self.method.freeze()
         masks = self.method.masks()
-        out = self.work_dir / "intermediate" / f"step_{self.state.step}"
+        out = self.run.intermediate / f"step_{self.state.step}"
         if self.accelerator.is_main_process:
             export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
         self.accelerator.wait_for_everyone()

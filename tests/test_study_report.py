@@ -1,0 +1,220 @@
+"""`srnet report` on fixture run folders written here: tables against hand-computed means and
+stds, sections for incompatible runs, both HANS rules, the no-runs error, and the figures."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from srnet.cli import main
+from srnet.errors import SrnetError
+from srnet.experiments.aggregate import find_runs, group_runs, load_run, run_labels, sections
+from srnet.experiments.study_report import write_report
+from srnet.sparsity.mask_io import MaskMetadata, save_masks
+
+PNG = b"\x89PNG\r\n\x1a\n"
+HANS_SPEC = {"path": "hans/train.jsonl", "name": "hans", "challenge": "hans", "n": 300}
+DEV_SPEC = {"path": "mnli/dev_matched.jsonl", "name": "mnli_dev", "n": 200}
+
+
+def hans_block(acc: float, gap: float, rule: str = "sum", other: tuple[float, float] = (0.5, 0.0)) -> dict:
+    """A HANS block with both rules: ``rule`` gives (acc, gap), the other rule ``other``."""
+    def scores(a: float, g: float) -> dict:
+        table = {h: {"entailment": 0.5 + g / 2, "non-entailment": 0.5 - g / 2}
+                 for h in ("lexical_overlap", "subsequence", "constituent")}
+        return {"accuracy": a, "primary": a, "shortcut_gap": g, "by_heuristic": table}
+
+    rules = {rule: scores(acc, gap), ("argmax" if rule == "sum" else "sum"): scores(*other)}
+    return {"n": 300, **rules[rule], "collapse": rule, "by_rule": rules, "rule_disagreement": 7}
+
+
+def write_run(root: Path, name: str, *, seed: int, dev: float, hans: dict | None = None,
+              method: str | None = None, sparsity: float = 0.0, loss: str = "ce",
+              tags: dict | None = None, task: str = "nli", dev_n: int = 200) -> Path:
+    """A finished-run folder: metrics.json + config.yaml, as srnet writes them."""
+    run = root / name
+    run.mkdir(parents=True)
+    recipe = {"name": name, "task": task, "seed": seed, "loss": {"name": loss},
+              "pruning": {"method": method, "sparsity": sparsity} if method else None,
+              "data": {"dev": DEV_SPEC | {"n": dev_n}, "challenge": [HANS_SPEC] if hans else []},
+              "tags": tags or {}}
+    metrics = {"run": name, "task": task, "seed": seed,
+               "id": {"mnli_dev": {"n": dev_n, "accuracy": dev, "primary": dev}},
+               "ood": {"hans": hans} if hans else {},
+               "sparsity": {"overall": sparsity,
+                            "by_layer_role": {"0.query": sparsity, "1.ffn_in": sparsity}}}
+    (run / "config.yaml").write_text(yaml.safe_dump(recipe))
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    return run
+
+
+@pytest.fixture()
+def study(tmp_path) -> Path:
+    root = tmp_path / "runs"
+    for seed, (dev, acc, gap) in enumerate([(0.80, 0.50, 0.90), (0.82, 0.52, 0.80)], 1):
+        write_run(root / "dense", f"ce_s{seed}", seed=seed, dev=dev, hans=hans_block(acc, gap))
+    for seed, (dev, acc, gap) in enumerate([(0.70, 0.55, 0.20), (0.74, 0.57, 0.40), (0.75, 0.60, 0.30)], 1):
+        write_run(root / "sweep" / "mt50", f"poe_s{seed}", seed=seed, dev=dev, hans=hans_block(acc, gap),
+                  method="mask_train", sparsity=0.5, loss="poe", tags={"paradigm": "a"})
+    write_run(root / "sweep", "imp70", seed=1, dev=0.6, hans=hans_block(0.51, 0.7),
+              method="imp", sparsity=0.7, tags={"paradigm": "a"})
+    (root / "sweep" / "unfinished").mkdir()
+    (root / "sweep" / "unfinished" / "config.yaml").write_text("name: x\n")
+    return root
+
+
+def test_labels_from_tags_then_recipe():
+    assert run_labels({}) == {"method": "dense", "loss": "ce", "paradigm": "-", "sparsity": 0.0}
+    recipe = {"pruning": {"method": "imp", "sparsity": 0.3}, "loss": {"name": "poe"},
+              "tags": {"paradigm": "b", "schedule": "cubic"}}
+    assert run_labels(recipe) == {"method": "imp", "loss": "poe", "paradigm": "b", "sparsity": 0.3,
+                                  "schedule": "cubic"}
+    assert run_labels({}, {"overall": 0.4987})["method"] == "subnetwork"
+    assert run_labels({"tags": {"sparsity": "high"}})["sparsity"] == 0.0  # a tag cannot replace it
+
+
+def test_unreadable_run_files_are_one_line_errors(tmp_path):
+    run = write_run(tmp_path, "r", seed=1, dev=0.5)
+    (run / "metrics.json").write_text('{"id": [1, 2]}')
+    with pytest.raises(SrnetError, match=r"metrics.json: 'id' is not a mapping"):
+        load_run(run)
+    (run / "metrics.json").write_text("{not json")
+    with pytest.raises(SrnetError, match=r"unreadable metrics.json or config.yaml \(JSONDecodeError\)"):
+        load_run(run)
+
+
+def test_groups_match_hand_computed_means_and_stds(study):
+    runs = [load_run(p) for p in find_runs([study])]
+    assert len(runs) == 6  # the unfinished folder (no metrics.json) is not a run
+    (section,) = sections(runs)
+    assert section.rule == "sum" and section.merging_splits() == ["hans"]
+    groups = {(g.labels["method"], g.labels["sparsity"]): g for g in group_runs(section)}
+    dense, poe, imp = groups[("dense", 0.0)], groups[("mask_train", 0.5)], groups[("imp", 0.7)]
+    assert [len(g.runs) for g in (dense, poe, imp)] == [2, 3, 1]
+    stat = poe.stats["ID mnli_dev"]
+    assert stat.mean == pytest.approx((0.70 + 0.74 + 0.75) / 3)
+    assert stat.std == pytest.approx(statistics.stdev([0.70, 0.74, 0.75]))
+    assert poe.stats["gap hans"].mean == pytest.approx(0.3)
+    assert poe.stats["gap hans"].std == pytest.approx(0.1)
+    assert imp.stats["hans"].std is None and imp.stats["hans"].n == 1
+    # F_bias against the mean dense CE model: dense dev 0.81, HANS 0.51 -> drop 0.30 / 0.81
+    dense_drop = (0.81 - 0.51) / 0.81
+    expected = [((d - o) / d) / dense_drop for d, o in [(0.70, 0.55), (0.74, 0.57), (0.75, 0.60)]]
+    assert poe.stats["F_bias hans"].mean == pytest.approx(statistics.fmean(expected))
+    assert poe.stats["F_bias hans"].std == pytest.approx(statistics.stdev(expected))
+    argmax = {g.labels["method"]: g for g in group_runs(section, "argmax")}
+    assert argmax["mask_train"].stats["hans"].mean == pytest.approx(0.5)
+    assert argmax["mask_train"].stats["gap hans"].std == pytest.approx(0.0)
+
+
+def test_report_markdown_and_figures(study, tmp_path):
+    out = tmp_path / "report"
+    report = write_report([study], out)
+    text = report.path.read_text()
+    assert "collapse rule `sum`" in text and "other rule, `argmax`" in text
+    row = next(line for line in text.splitlines() if line.startswith("| mask_train"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    dev = [0.70, 0.74, 0.75]
+    assert cells[:5] == ["mask_train", "poe", "a", "50%", "3"]
+    assert cells[5] == f"{statistics.fmean(dev):.4f} ± {statistics.stdev(dev):.4f}"
+    hans = [0.55, 0.57, 0.60]
+    assert cells[6] == f"{statistics.fmean(hans):.4f} ± {statistics.stdev(hans):.4f}"
+    assert "| dense" in text and "0.8100 ± 0.0141" in text
+    names = sorted(p.name for p in report.figures)
+    assert names == ["s1_hans_by_heuristic.png", "s1_sparsity_imp_ce_a_70.png",
+                     "s1_sparsity_mask_train_poe_a_50.png", "s1_vs_sparsity.png"]
+    for figure in report.figures:
+        assert figure.read_bytes()[:8] == PNG and f"]({figure.name})" in text
+
+
+def test_incompatible_runs_get_separate_sections(tmp_path):
+    root = tmp_path / "runs"
+    write_run(root, "a", seed=1, dev=0.8, hans=hans_block(0.5, 0.9))
+    write_run(root, "b", seed=2, dev=0.7, hans=hans_block(0.5, 0.9))
+    write_run(root, "small_dev", seed=1, dev=0.6, hans=hans_block(0.5, 0.9), dev_n=50)
+    write_run(root, "sst", seed=1, dev=0.9, task="sentiment")
+    found = sections(load_run(p) for p in find_runs([root]))
+    assert [(s.task, len(s.runs)) for s in found] == [("nli", 2), ("nli", 1), ("sentiment", 1)]
+    assert [s.sizes["mnli_dev"] for s in found] == [200, 50, 200]
+    text = write_report([root], tmp_path / "rep", figures=False).path.read_text()
+    assert "## 1. nli: mnli_dev (n=200), hans (n=300)" in text
+    assert "## 2. nli: mnli_dev (n=50), hans (n=300)" in text
+    assert "## 3. sentiment: mnli_dev (n=200)" in text
+
+
+def test_section_uses_the_runs_primary_rule(tmp_path):
+    root = tmp_path / "runs"
+    write_run(root, "a", seed=1, dev=0.8, hans=hans_block(0.6, -0.2, rule="argmax", other=(0.5, 0.9)))
+    (section,) = sections([load_run(root / "a")])
+    assert section.rule == "argmax"
+    assert group_runs(section)[0].stats["gap hans"].mean == pytest.approx(-0.2)
+    text = write_report([root], tmp_path / "rep", figures=False).path.read_text()
+    assert "collapse rule `argmax`" in text and "other rule, `sum`" in text
+
+
+def test_mask_jaccard_heatmap(tmp_path):
+    root = tmp_path / "runs"
+    name = "bert.encoder.layer.0.attention.self.query.weight"
+    keep = {name: torch.tensor([[1, 1, 0, 0]], dtype=torch.bool)}
+    other = {name: torch.tensor([[1, 0, 1, 0]], dtype=torch.bool)}
+    meta = MaskMetadata(method="x", base_model="m", base_model_fingerprint="f")
+    for name, method, masks in (("omp", "omp", keep), ("imp", "imp", other)):
+        run = write_run(root, name, seed=1, dev=0.7, hans=hans_block(0.5, 0.5), method=method, sparsity=0.5)
+        save_masks(run / "masks.safetensors", masks, meta)
+    report = write_report([root], tmp_path / "rep")
+    assert "s1_mask_jaccard.png" in [p.name for p in report.figures]
+    assert "Mask similarity at 50% sparsity" in report.path.read_text()
+
+
+def test_no_complete_runs_is_one_line(tmp_path, capsys):
+    (tmp_path / "empty" / "half").mkdir(parents=True)
+    (tmp_path / "empty" / "half" / "config.yaml").write_text("name: x\n")
+    with pytest.raises(SrnetError, match=r"empty: no complete runs \(no metrics.json under it\)"):
+        find_runs([tmp_path / "empty"])
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "no complete runs" in err
+    assert not (tmp_path / "empty" / "report").exists()
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_cli_report_default_out(study, capsys):
+    for _ in range(2):  # a second report ignores the first one's folder
+        assert main(["report", str(study), "--no-figures"]) == 0
+        out = capsys.readouterr().out
+        assert "| mask_train" in out and f"wrote {study / 'report' / 'report.md'} and 0 figures" in out
+
+
+def test_report_of_real_runs_on_a_tiny_model(tmp_path, tiny_model_dir):
+    """dense (primary rule argmax) + one-shot omp and random subnetworks -> a report with masks."""
+    from srnet import api
+
+    def synthetic(split: str, n: int) -> dict:
+        return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
+
+    runs = tmp_path / "runs"
+    base = {"task": "synthetic_nli", "seed": 0, "output_dir": str(runs),
+            "model": {"name": str(tiny_model_dir), "max_length": 32},
+            "data": {"dev": synthetic("dev", 20), "challenge": [synthetic("challenge", 24)]}}
+    train = {"train": synthetic("train", 16), **base["data"]}
+    dense = api.run(base | {"name": "dense", "data": train, "evaluation": {"collapse": "argmax"},
+                            "training": {"max_steps": 2, "batch_size": 8}}).metrics
+    block = dense["ood"]["synthetic_challenge"]
+    assert block["collapse"] == "argmax" and set(block["by_rule"]) == {"sum", "argmax"}
+    assert block["accuracy"] == block["by_rule"]["argmax"]["accuracy"]
+    assert "shortcut_gap" in block["by_rule"]["sum"]
+    assert (runs / "dense" / "predictions" / "synthetic_challenge_hans_predictions.txt").is_file()
+    for method in ("omp", "random"):
+        api.run(base | {"name": method, "model": base["model"] | {"init_from": str(runs / "dense")},
+                        "pruning": {"method": method, "sparsity": 0.4}, "tags": {"paradigm": "a"}})
+    report = write_report([runs], tmp_path / "report")
+    text = report.path.read_text()
+    assert "collapse rule `sum`" in text  # the runs disagree on the primary rule: sum, which all record
+    assert {"s1_vs_sparsity.png", "s1_mask_jaccard.png", "s1_synthetic_challenge_by_heuristic.png"} <= {
+        p.name for p in report.figures}
