@@ -1,5 +1,9 @@
-"""One matrix: every pruning method x every loss (x a few head/neuron granularities) through the
-same end-to-end checks.
+"""One matrix: every pruning method x every loss x objective through the same end-to-end checks.
+
+The objective axis: every cell runs ``standard``; ``freelb`` (2 ascent steps) runs on a
+diagonal of five cells (each learned-mask or trained-weight family, each loss once), which keeps
+the matrix fast.  The granularity axis: a few cells with head/neuron masks, whose shrunk export
+must also give the masked model's logits.
 
 Each cell runs a whole recipe (``srnet.api.run``) on a tiny random BERT and the synthetic
 task, then checks: the target sparsity is reached exactly in every matrix; the mask file
@@ -28,6 +32,11 @@ from srnet.tasks import generate_synthetic
 METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]
 LOSSES = ["ce", "poe", "reweight", "conf_reg", "rmc"]
 SPARSITY = 0.5
+CELLS = (
+    [(m, loss, "standard") for m in METHODS for loss in LOSSES]
+    + [(m, loss, "freelb") for m, loss in
+       [("mask_train", "poe"), ("l0", "ce"), ("imp", "conf_reg"), ("omp", "rmc"), ("fixed", "reweight")]]
+)
 LABELS = ["entailment", "neutral", "contradiction"]
 
 
@@ -70,7 +79,7 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
 
 
 def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask,
-           granularity: str = "unstructured") -> dict:
+           objective: str = "standard", granularity: str = "unstructured") -> dict:
     pruning = {"method": method, "sparsity": SPARSITY, "rerank_every": 3, "granularity": granularity}
     if method == "fixed":
         pruning["mask_file"] = str(fixed_mask)
@@ -86,15 +95,15 @@ def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask,
                      "log_every": 5, "warmup_ratio": 0.0},
         "loss": loss_cfg,
         "pruning": pruning,
+        "objective": {"name": objective, "params": {"steps": 2} if objective == "freelb" else {}},
     }
 
 
-@pytest.mark.parametrize("loss", LOSSES)
-@pytest.mark.parametrize("method", METHODS)
-def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+@pytest.mark.parametrize(("method", "loss", "objective"), CELLS)
+def test_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
                             monkeypatch):
-    check_cell(method, loss, "unstructured", tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
-               monkeypatch)
+    check_cell(method, loss, objective, "unstructured", tmp_path, tiny_model_dir, extras_dir,
+               fixed_mask_file, monkeypatch)
 
 
 @pytest.mark.parametrize(("method", "loss", "granularity"), [
@@ -104,15 +113,15 @@ def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, 
 def test_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
                           fixed_mask_file, monkeypatch):
     """A few cells with head/neuron masks, whose shrunk export also gives the masked logits."""
-    run, masked_logits = check_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
-                                    fixed_mask_file, monkeypatch)
+    run, masked_logits = check_cell(method, loss, "standard", granularity, tmp_path, tiny_model_dir,
+                                    extras_dir, fixed_mask_file, monkeypatch)
     shrunk = load_model(api.export_masked(str(run), run, tmp_path / "shrunk", shrink=True))
     tokenizer = AutoTokenizer.from_pretrained(run / "model")
     logits = predict_logits(shrunk, tokenizer, generate_synthetic("dev", 24, seed=0), max_length=48)
     np.testing.assert_allclose(logits, masked_logits, atol=1e-5)
 
 
-def check_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+def check_cell(method, loss, objective, granularity, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
                monkeypatch):
     """Run one cell and check it; return the run folder and the masked model's dev logits."""
     dev = generate_synthetic("dev", 24, seed=0)
@@ -126,8 +135,9 @@ def check_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir, 
 
     monkeypatch.setattr(run_module, "check_baked_model", capture_masked_model)
     result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, extras_dir, fixed_mask_file,
-                            granularity))
+                            objective, granularity))
     run = result.run_dir
+    assert (run / "config.yaml").read_text().count(f"name: {objective}") == 1
 
     # 1. exact sparsity in every masked matrix (or layer's heads/neurons), from the mask file and metrics
     masks, meta = load_masks(run / "masks.safetensors")

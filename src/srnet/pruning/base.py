@@ -20,6 +20,7 @@ from srnet.models import MaskGroup, PrunableWeight, find_groups, find_prunable, 
 from srnet.pruning.config import PruningConfig
 from srnet.sparsity import FixedMask, GroupMask, Schedule, attach, original_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
+from srnet.sparsity.masks import FusedMaskForward
 
 M = TypeVar("M", bound="type[PruningMethod]")
 _REGISTRY: dict[str, type[PruningMethod]] = {}
@@ -70,6 +71,7 @@ class PruningMethod(ABC):
         self.total_steps = 0
         self.step = 0
         self._masks: list[FixedMask] = []
+        self.fused: FusedMaskForward | None = None
 
     @classmethod
     def from_config(cls, cfg: PruningConfig, seed: int = 0) -> PruningMethod:
@@ -90,6 +92,8 @@ class PruningMethod(ABC):
         self.total_steps = total_steps
         self.targets = self.select(model)
         self.setup(model)
+        if not self.structured and FusedMaskForward.fusable(self._masks):  # fused training step
+            self.fused = FusedMaskForward(model, [t.module for t in self.targets], self._masks)
 
     @property
     def structured(self) -> bool:
