@@ -54,7 +54,7 @@ def test_ood_informed_training_mixes_relabelled_challenge_examples(tmp_path, tin
                             pruning={"method": "mask_train", "sparsity": 0.3}))
     log = [json.loads(line) for line in (result.run_dir / "log.jsonl").open()]
     assert any(e["event"] == "eval" for e in log)
-    from srnet.experiments.run import load_run_data
+    from srnet.experiments.data import load_run_data
     from srnet.tasks import get_task
 
     data = load_run_data(api.as_recipe(recipe(tmp_path, tiny_model_dir, "x",

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import torch
 
 from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
+from srnet.experiments.execute import SweepResult
 from srnet.experiments.run import RunResult, run_recipe
 from srnet.experiments.rundir import RunDir
 
@@ -36,6 +38,53 @@ def _model_checked(recipe: Recipe) -> Recipe:
     if recipe.model.init_from is None:
         check_model_source(recipe.model.name)
     return recipe
+
+
+def demo(
+    data_dir: str | Path | None = None,
+    output_dir: str = "runs",
+    overrides: list[str] | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> RunResult:
+    """Run the built-in demo; when it has already completed, return its finished result again
+    (``overwrite`` starts it over)."""
+    import json
+
+    from srnet.experiments.demo import demo_recipe
+
+    recipe = as_recipe(demo_recipe(data_dir, output_dir), overrides)
+    done = RunDir(Path(recipe.output_dir) / recipe.name)
+    if done.complete and not overwrite:
+        return RunResult(done.root, json.loads(done.metrics.read_text(encoding="utf-8")))
+    return run_recipe(recipe, resume=resume, overwrite=overwrite)
+
+
+def sweep(
+    path: str | Path,
+    overrides: list[str] | None = None,
+    *,
+    resume: bool = False,
+    dry_run: bool = False,
+    workers: int = 1,
+    executor: str = "local",
+    progress: Callable[[str], None] = print,
+) -> SweepResult:
+    """Run a sweep file: every stage of every grid point, each unique stage once, in dependency
+    order (``dry_run``: only report the plan through ``progress``)."""
+    from srnet.experiments.execute import execute
+    from srnet.experiments.sweep import describe_plan, load_sweep, plan_sweep, record_sweep
+
+    data = load_sweep(path, overrides)
+    jobs = plan_sweep(data, str(path))
+    out = Path(data["output_dir"])
+    if dry_run:
+        for line in describe_plan(jobs):
+            progress(line)
+        return SweepResult(out, jobs)
+    record_sweep(data, out, resume=resume)
+    return execute(jobs, out, executor=executor, workers=workers, progress=progress)
 
 
 def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:

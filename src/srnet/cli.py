@@ -53,6 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     _run_flags(p)
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("sweep", help="run a sweep file: stages over a grid, each unique stage once")
+    p.add_argument("sweep", help="sweep YAML file (base recipe, stages, grid)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a sweep key, e.g. --set base.training.max_steps=10 (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue a killed or failed sweep")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (done / to run) and exit")
+    p.add_argument("--workers", type=int, default=1, help="stages run at once (default 1)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local worker processes (default) or Ray tasks (pip install 'srnet[ray]')")
+    p.set_defaults(func=cmd_sweep)
+
     p = sub.add_parser("finetune", help="fine-tune a backbone (dense); flags override the recipe")
     p.add_argument("recipe", nargs="?", help="optional recipe YAML file")
     _data_flags(p)
@@ -77,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="use the real MNLI sample and HANS from this folder")
     p.add_argument("--output-dir", default="runs")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--resume", action="store_true")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted demo")
+    p.add_argument("--overwrite", action="store_true", help="start over (a finished demo is shown again)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
@@ -170,6 +181,23 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from srnet import api
+
+    result = api.sweep(args.sweep, args.overrides, resume=args.resume, dry_run=args.dry_run,
+                       workers=args.workers, executor=args.executor)
+    if args.dry_run:
+        return 0
+    names = {job.key: job.label for job in result.jobs}
+    for key, message in result.failed.items():
+        print(f"failed: {names[key]}: {message}", file=sys.stderr)
+    if result.skipped:
+        print(f"skipped {len(result.skipped)} stages that needed a failed one", file=sys.stderr)
+    print(f"{len(result.jobs)} stages: {len(result.ran)} ran, {len(result.failed)} failed, "
+          f"{len(result.skipped)} skipped; output in {result.output_dir}")
+    return 0 if result.ok else 1
+
+
 def cmd_finetune(args) -> int:
     from srnet import api
 
@@ -201,10 +229,9 @@ def cmd_predict(args) -> int:
 
 def cmd_demo(args) -> int:
     from srnet import api
-    from srnet.experiments.demo import demo_recipe
 
-    recipe = demo_recipe(args.data_dir, args.output_dir)
-    result = api.run(recipe, args.overrides, resume=args.resume, overwrite=args.overwrite)
+    result = api.demo(args.data_dir, args.output_dir, args.overrides, resume=args.resume,
+                      overwrite=args.overwrite)
     _print_summary(result)
     return 0
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
@@ -130,6 +130,14 @@ class Recipe(_Strict):
         "they do not change what a run computes",
     )
 
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, name: str) -> str:
+        """A run name is one folder name: never empty, '.', '..' or a path."""
+        if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise ValueError("a run name must be a plain folder name (not empty, '.', '..' or a path)")
+        return name
+
     def semantic_dict(self) -> dict[str, Any]:
         """The resolved recipe without the keys that cannot change a result (:data:`NON_SEMANTIC`)."""
         data = self.model_dump(mode="json")
@@ -173,14 +181,20 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "-
             value = yaml.safe_load(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
-        node: Any = data
-        for part in parts[:-1]:
-            node = _child(node, part, key, source)
-        if isinstance(node, list):
-            node[_list_index(node, parts[-1], key, source)] = value
-        else:
-            node[parts[-1]] = value
+        set_dotted(data, key.strip(), value, source)
     return data
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None:
+    """Set ``data[a][b][c] = value`` for ``key`` 'a.b.c' (list items by index; sections created)."""
+    parts = key.split(".")
+    node: Any = data
+    for part in parts[:-1]:
+        node = _child(node, part, key, source)
+    if isinstance(node, list):
+        node[_list_index(node, parts[-1], key, source)] = value
+    else:
+        node[parts[-1]] = value
 
 
 def _child(node: Any, part: str, key: str, source: str) -> Any:

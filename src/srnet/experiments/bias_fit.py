@@ -8,7 +8,7 @@ from srnet.bias import compute_difficulty, write_difficulty
 from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.metrics import evaluate_split
-from srnet.experiments.run import load_run_data, load_training_examples
+from srnet.experiments.data import load_run_data, load_training_examples
 from srnet.io import atomic_write_json
 from srnet.tasks import get_task, split_name
 

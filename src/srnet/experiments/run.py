@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -18,8 +17,10 @@ from accelerate.utils import set_seed
 from srnet.config import Recipe, dump_recipe, load_recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.predict import predict_logits
+from srnet.experiments.data import RunData, load_run_data
 from srnet.experiments.evaluate import evaluate_splits, f_bias_block
 from srnet.experiments.rundir import RunDir, environment
+from srnet.experiments.sweep import stage_refs
 from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.losses import build_loss
@@ -34,15 +35,12 @@ from srnet.models import (
 from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
 from srnet.report import plot_sparsity_heatmap
-from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
-from srnet.tasks import Task, get_task, load_examples, load_split
+from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
+from srnet.tasks import Task, get_task
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.training.data import EncodedDataset
 from srnet.training.loop import Trainer
-
-DATA_DIR_ENV = "SRNET_DATA_DIR"
-"""Environment variable naming the folder that relative data paths are read from."""
 
 
 @dataclass
@@ -54,103 +52,73 @@ class RunResult:
 
 
 @dataclass
-class RunData:
-    """A recipe's examples, loaded before any model so bad data fails fast."""
+class Prepared:
+    """Everything a run needs, resolved and checked before its folder is touched."""
 
-    train: list[Example] | None
-    dev: tuple[DataSpec, list[Example]] | None
-    evals: list[tuple[DataSpec, list[Example]]]
-    challenges: list[tuple[DataSpec, list[Example]]]
-    skipped: dict[str, int] = field(default_factory=dict)
-    """Evaluation split name -> rows dropped for having no gold label ('-')."""
-
-
-def data_base_dir(recipe: Recipe) -> Path | None:
-    """Where relative data paths are resolved: ``data.base_dir``, ``$SRNET_DATA_DIR`` or cwd."""
-    base = recipe.data.base_dir or os.environ.get(DATA_DIR_ENV)
-    return Path(base) if base else None
-
-
-def load_run_data(recipe: Recipe, task: Task) -> RunData:
-    """Read every split a recipe names."""
-    base = data_base_dir(recipe)
-    data = recipe.data
-    train = load_training_examples(recipe, task)
-    skipped: dict[str, int] = {}
-
-    def evaluation_split(spec: DataSpec) -> tuple[DataSpec, list[Example]]:
-        loaded = load_split(task, spec, base_dir=base)
-        if loaded.skipped:
-            skipped[loaded.name] = loaded.skipped
-        return spec, loaded.examples
-
-    dev = evaluation_split(data.dev) if data.dev else None
-    evals = [evaluation_split(s) for s in data.eval]
-    challenges = [evaluation_split(s) for s in data.challenge]
-    return RunData(train, dev, evals, challenges, skipped)
-
-
-def load_training_examples(recipe: Recipe, task: Task) -> list[Example] | None:
-    """The training split, with any OOD examples mixed in (None when the recipe has none)."""
-    data = recipe.data
-    if data.train is None:
-        return None
-    base = data_base_dir(recipe)
-    train = load_examples(task, data.train, base_dir=base)
-    if data.ood_train is not None:
-        train = train + ood_training_examples(task, data.ood_train, base, data.ood_label_map)
-    return train
-
-
-def ood_training_examples(
-    task: Task, spec: DataSpec, base: Path | None, label_map: dict[str, str]
-) -> list[Example]:
-    """OOD examples relabelled into the task's classes (e.g. HANS non-entailment -> contradiction)."""
-    from srnet.tasks import label_space
-
-    examples = load_examples(task, spec, base_dir=base)
-    space = label_space(task, spec)
-    out = []
-    for ex in examples:
-        name = space.names[ex.label]
-        target = label_map.get(name, name)
-        if target not in task.labels:
-            raise SrnetError(
-                f"data.ood_train: label '{name}' has no class in task {task.name}; "
-                f"map it with data.ood_label_map (classes: {list(task.labels)})"
-            )
-        out.append(Example(f"ood-{ex.id}", ex.text_a, ex.text_b, task.labels.index(target), ex.meta))
-    return out
+    source: str
+    tokenizer: object
+    model: torch.nn.Module
+    method: object | None
+    loss: object | None
+    extras: dict[str, np.ndarray]
 
 
 def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False) -> RunResult:
-    """Execute ``recipe`` and write its run directory; returns the directory and metrics."""
-    run = RunDir(Path(recipe.output_dir) / recipe.name)
+    """Execute ``recipe`` and write its run directory; returns the directory and metrics.
+
+    Nothing is created or deleted until the recipe is fully checked (:func:`preflight`).  With
+    ``overwrite`` the new run is written into a hidden sibling folder and swapped in only once
+    it has completed, so a failed or killed new run leaves the old one intact.
+    """
+    target = RunDir(Path(recipe.output_dir) / recipe.name)
     task = get_task(recipe.task)
-    check_runnable(recipe, run, resume=resume)
+    check_runnable(recipe, target, resume=resume, overwrite=overwrite)
     data = load_run_data(recipe, task)
-    run.prepare(resume=resume, overwrite=overwrite)
-    if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
-        raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
+    ready = preflight(recipe, task, data)
+    run = target.staging() if overwrite else target
+    if overwrite:
+        shutil.rmtree(run.root, ignore_errors=True)
+    run.root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run.config, dump_recipe(recipe))
     atomic_write_json(run.environment, environment())
-    set_seed(recipe.seed)
-    started = time.perf_counter()
+    metrics = _execute(recipe, task, data, ready, run, resume=resume and not overwrite)
+    if overwrite:
+        run.replace(target)
+    return RunResult(target.root, metrics)
 
-    source = str(RunDir(Path(recipe.model.init_from)).model) if recipe.model.init_from else recipe.model.name
-    tokenizer = load_tokenizer(source)
-    model = load_classifier(source, task.labels)
-    method = build_method(recipe.pruning, recipe.seed) if recipe.pruning else None
 
-    masks = None
-    best_step = None
+def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
+    """Build the loss and method, read every file they need and load the model: any bad input
+    fails here, before the run folder is created."""
+    loss = extras = None
     if data.train is not None:
         loss = build_loss(recipe.loss.name, recipe.loss.params)
         extras = loss_extras(recipe, task, loss, data.train)
-        train_set = EncodedDataset(data.train, tokenizer, recipe.model.max_length, extras)
+    method = build_method(recipe.pruning, recipe.seed) if recipe.pruning else None
+    if data.train is None and method is not None and not isinstance(method, OneShotMethod):
+        raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
+    set_seed(recipe.seed)
+    source = str(RunDir(Path(recipe.model.init_from)).model) if recipe.model.init_from else recipe.model.name
+    tokenizer = load_tokenizer(source)
+    model = load_classifier(source, task.labels)
+    if recipe.pruning and recipe.pruning.mask_file:
+        load_masks(recipe.pruning.mask_file, model)  # readable, and fits this model
+    return Prepared(source, tokenizer, model, method, loss, extras or {})
+
+
+def _execute(
+    recipe: Recipe, task: Task, data: RunData, ready: Prepared, run: RunDir, *, resume: bool
+) -> dict:
+    """Train (or only prune), evaluate and export into ``run``; return the metrics."""
+    started = time.perf_counter()
+    source, tokenizer, model, method = ready.source, ready.tokenizer, ready.model, ready.method
+    masks = None
+    best_step = None
+    if data.train is not None:
+        train_set = EncodedDataset(data.train, tokenizer, recipe.model.max_length, ready.extras)
         dev_metric = _dev_metric(recipe, task, tokenizer, data.dev) if data.dev else None
         trainer = Trainer(
-            model, tokenizer, train_set, recipe.training, loss, run.root,
+            model, tokenizer, train_set, recipe.training, ready.loss, run,
             seed=recipe.seed, method=method, dev_metric=dev_metric,
             mask_metadata=lambda m: _mask_metadata(recipe, source, model, m),
         )
@@ -163,8 +131,6 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     else:
         model.to(default_device())
     if data.train is None and method is not None:
-        if not isinstance(method, OneShotMethod):
-            raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
         method.prepare(model, 1)
         method.freeze()
         masks = method.masks()
@@ -197,23 +163,35 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
             plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(model, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True)
     metrics["time_s"] = round(time.perf_counter() - started, 1)
-    atomic_write_json(run.metrics, metrics)
+    atomic_write_json(run.metrics, metrics)  # its presence means 'complete'
     shutil.rmtree(run.checkpoints, ignore_errors=True)
-    return RunResult(run.root, metrics)
+    return metrics
 
 
-def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool) -> None:
+def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool) -> None:
     """Refuse, before any work, what would waste or destroy a run."""
     data = recipe.data
     if not (data.train or data.dev or data.eval or data.challenge):
         raise SrnetError("nothing to do: the recipe names no data.train, dev, eval or challenge split")
-    if recipe.model.init_from and Path(recipe.model.init_from).resolve() == run.root.resolve():
+    refs = stage_refs(recipe.model_dump(mode="json"))
+    if refs:
+        raise SrnetError(f"'@{sorted(refs)[0]}' names a sweep stage: stage references work in sweep "
+                         "files (srnet sweep); a plain run needs a path")
+    init_from = recipe.model.init_from
+    if init_from and Path(init_from).resolve() == run.root.resolve():
         raise SrnetError(f"run '{recipe.name}' would overwrite {run.root}, the run it starts from")
+    if init_from and not RunDir(Path(init_from)).model.is_dir():
+        raise SrnetError(f"model.init_from: {init_from} is not a finished srnet run (no model/ folder)")
     dense_metrics = RunDir(Path(recipe.dense_reference)).metrics if recipe.dense_reference else None
     if dense_metrics is not None and not dense_metrics.is_file():
         raise SrnetError(f"dense_reference: {dense_metrics} not found")
-    if resume and run.metrics.is_file():
+    run.check_free(resume=resume, overwrite=overwrite)
+    if overwrite:
+        return
+    if resume and run.complete:
         raise SrnetError(f"{run.root} is already complete (metrics.json exists); nothing to resume")
+    if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
+        raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
 
 
 def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length: int) -> None:

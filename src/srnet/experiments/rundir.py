@@ -51,18 +51,55 @@ class RunDir:
     def checkpoints(self) -> Path:
         return self.root / "checkpoints"
 
-    def prepare(self, *, resume: bool, overwrite: bool) -> None:
-        """Create the folder; refuse to clobber an earlier run unless asked."""
+    @property
+    def last_checkpoint(self) -> Path:
+        """The trainer's resumable state (model, optimizer, scheduler, RNG)."""
+        return self.checkpoints / "last"
+
+    @property
+    def best_checkpoint(self) -> Path:
+        """The trainer's best model state and its exact masks."""
+        return self.checkpoints / "best"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "log.jsonl"
+
+    @property
+    def intermediate(self) -> Path:
+        """Models exported at ``training.save_at_steps`` (``step_<N>`` folders)."""
+        return self.root / "intermediate"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / "tensorboard"
+
+    @property
+    def complete(self) -> bool:
+        return self.metrics.is_file()
+
+    def staging(self) -> RunDir:
+        """The hidden sibling an ``--overwrite`` run is written into before it replaces this one."""
+        return RunDir(self.root.with_name(f".{self.root.name}.overwrite"))
+
+    def check_free(self, *, resume: bool, overwrite: bool) -> None:
+        """Refuse to clobber an earlier run unless asked (nothing is touched here)."""
         started = self.checkpoints.exists() or self.metrics.exists()  # a run that trained or finished
         if started and not (resume or overwrite):
             raise SrnetError(
                 f"run directory {self.root} already holds a run; pass --resume to continue it "
                 "or --overwrite to start again"
             )
-        if overwrite and self.root.exists():
 
-            shutil.rmtree(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
+    def replace(self, target: RunDir) -> None:
+        """Swap this (finished) run into ``target``'s place; the old run is removed only then."""
+        old = target.root.with_name(f".{target.root.name}.replaced")
+        shutil.rmtree(old, ignore_errors=True)
+        if target.root.exists():
+            target.root.rename(old)
+        self.root.rename(target.root)
+        shutil.rmtree(old, ignore_errors=True)
+
 
 def environment() -> dict:
     """Versions, platform, device and git revision, for reproducibility."""

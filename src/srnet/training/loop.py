@@ -24,6 +24,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from srnet.config import TrainingConfig
 from srnet.errors import SrnetError
+from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
@@ -75,10 +76,9 @@ def weight_param_groups(
 
 
 class Trainer:
-    """Trains ``model`` on ``train_set`` and keeps the best checkpoint under ``work_dir``.
-
-    ``work_dir`` receives ``checkpoints/last`` (resumable), ``checkpoints/best`` (model
-    state + exact masks) and ``log.jsonl``.
+    """Trains ``model`` on ``train_set``; every file goes where ``run`` (a :class:`RunDir`) says:
+    its resumable last checkpoint, best checkpoint (model state + exact masks), log, intermediate
+    exports and TensorBoard folder.
     """
 
     def __init__(
@@ -88,7 +88,7 @@ class Trainer:
         train_set: EncodedDataset,
         cfg: TrainingConfig,
         loss_fn,
-        work_dir: Path,
+        run: RunDir,
         *,
         seed: int,
         method=None,
@@ -102,7 +102,7 @@ class Trainer:
         self.method = method
         self.dev_metric = dev_metric
         self.mask_metadata = mask_metadata
-        self.work_dir = Path(work_dir)
+        self.run = run
         self.seed = seed
         self.steps = total_steps(cfg, len(train_set))
         self.extra_keys = tuple(train_set.extras)
@@ -136,9 +136,9 @@ class Trainer:
             self.model, self.optimizer, self.scheduler, self.loader
         )
         self.state = TrainState()
-        self.last_dir = self.work_dir / "checkpoints" / "last"
-        self.best_dir = self.work_dir / "checkpoints" / "best"
-        self.log_path = self.work_dir / "log.jsonl"
+        self.last_dir = run.last_checkpoint
+        self.best_dir = run.best_checkpoint
+        self.log_path = run.log
         self._tb = None
         if cfg.tensorboard:
             try:
@@ -147,7 +147,7 @@ class Trainer:
                 raise SrnetError(
                     "training.tensorboard needs the tensorboard package: pip install 'srnet[tensorboard]'"
                 ) from None
-            self._tb = SummaryWriter(str(self.work_dir / "tensorboard"))
+            self._tb = SummaryWriter(str(run.tensorboard))
 
     # ----------------------------------------------------------------- public API
     @property
@@ -278,7 +278,7 @@ class Trainer:
         if self.method is not None:
             self.method.freeze()
             masks = self.method.masks()
-        out = self.work_dir / "intermediate" / f"step_{self.state.step}"
+        out = self.run.intermediate / f"step_{self.state.step}"
         export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
         self._log({"event": "export", "step": self.state.step, "path": str(out)})
 

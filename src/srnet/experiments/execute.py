@@ -1,0 +1,135 @@
+"""Running a sweep's plan: dependency order, a pool of worker processes or Ray tasks, resume.
+
+Each job runs in a worker (:func:`run_job`) and is complete only when its ``stage.json`` is
+written, last and atomically; a killed sweep resumes by running exactly the jobs without one
+(a training stage continues from its checkpoint).  A failing job does not stop the sweep: its
+dependants are skipped and the failures are returned with their one-line errors.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from srnet.config import recipe_from_dict
+from srnet.console import quiet_libraries
+from srnet.errors import SrnetError
+from srnet.experiments.stages import get_stage
+from srnet.experiments.sweep import COMPLETE, Job
+from srnet.io import atomic_write_json
+
+EXECUTORS = ("local", "ray")
+EVENTS = "events.jsonl"
+
+
+@dataclass
+class SweepResult:
+    """What a sweep did: every job of the plan, and which finished, failed or were skipped."""
+
+    output_dir: Path
+    jobs: list[Job]
+    ran: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Job key -> one-line error."""
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.skipped
+
+
+def run_job(job: Job) -> None:
+    """Run one job in this process and mark it complete (the worker's entry point)."""
+    quiet_libraries()  # a worker is srnet's own process: no library noise on the sweep's terminal
+    stage = get_stage(job.kind)
+    job.folder.mkdir(parents=True, exist_ok=True)
+    stage.run(recipe_from_dict(job.recipe, str(job.folder)), stage.params_model.model_validate(job.params),
+              job.folder)
+    atomic_write_json(job.folder / COMPLETE, {"stage": job.name, "kind": job.kind, "key": job.key,
+                                              "grid": job.grid, "deps": job.deps})
+
+
+def execute(
+    jobs: list[Job], output_dir: Path, *, executor: str = "local", workers: int = 1,
+    progress: Callable[[str], None] = print,
+) -> SweepResult:
+    """Run every incomplete job once its dependencies are complete."""
+    result = SweepResult(output_dir, jobs)
+    index = {job.key: i + 1 for i, job in enumerate(jobs)}
+    done = {job.key for job in jobs if job.complete}
+    todo = [job for job in jobs if job.key not in done]
+    running: dict[Future, tuple[Job, float]] = {}
+    def line(job: Job, verb: str, tail: str = "") -> str:
+        return f"[{index[job.key]}/{len(jobs)}] {verb} {job.label}{tail}"
+
+    with _pool(executor, workers) as submit:
+        while todo or running:
+            for job in todo:  # in plan order, so a skip reaches dependants in the same pass
+                if {*result.failed, *result.skipped} & set(job.deps):
+                    result.skipped.append(job.key)
+                    _event(output_dir, "skipped", job)
+                    progress(line(job, "skipped", " (a stage it needs failed)"))
+            todo = [job for job in todo if job.key not in result.skipped]
+            for job in [j for j in todo if set(j.deps) <= done][: max(0, workers - len(running))]:
+                todo.remove(job)
+                running[submit(job)] = (job, time.perf_counter())
+                _event(output_dir, "start", job)
+                progress(line(job, "start"))
+            if not running:
+                if todo:
+                    raise RuntimeError(f"internal error: {len(todo)} stages wait on stages outside the plan")
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                job, started = running.pop(future)
+                error = future.exception()
+                if error is None:
+                    done.add(job.key)
+                    result.ran.append(job.key)
+                    _event(output_dir, "done", job)
+                    progress(line(job, "done", f" ({time.perf_counter() - started:.1f}s)"))
+                else:
+                    message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                    result.failed[job.key] = message
+                    _event(output_dir, "failed", job, error=message)
+                    progress(line(job, "FAILED", f": {message}"))
+    return result
+
+
+@contextmanager
+def _pool(executor: str, workers: int):
+    """A ``submit(job) -> Future`` for the chosen executor."""
+    if executor not in EXECUTORS:
+        raise SrnetError(f"--executor must be one of {list(EXECUTORS)}, got '{executor}'")
+    if workers < 1:
+        raise SrnetError(f"--workers must be at least 1, got {workers}")
+    if executor == "ray":
+        try:
+            import ray
+        except ImportError:
+            raise SrnetError("--executor ray needs Ray: pip install 'srnet[ray]'") from None
+        if not ray.is_initialized():
+            ray.init(include_dashboard=False)  # joins $RAY_ADDRESS when set, else starts a local one
+        task = ray.remote(run_job)
+        yield lambda job: task.remote(job).future()
+        return
+    import multiprocessing
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield lambda job: pool.submit(run_job, job)
+
+
+def _event(output_dir: Path, event: str, job: Job, **extra) -> None:
+    """Append one line to the sweep's event log (start / done / failed / skipped)."""
+    entry = {"time": datetime.now(UTC).isoformat(timespec="seconds"), "event": event,
+             "stage": job.name, "key": job.key, **extra}
+    path = output_dir / EVENTS
+    cut = path.is_file() and not path.read_bytes().endswith(b"\n") and path.stat().st_size > 0
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(("\n" if cut else "") + json.dumps(entry) + "\n")  # a kill may have cut the last line

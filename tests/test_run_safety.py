@@ -1,0 +1,161 @@
+"""A user's finished work is never lost: names are checked, every input is resolved before a run
+folder is touched, ``--overwrite`` swaps the new run in only once it completes, and a finished
+demo is shown again."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from srnet import api
+from srnet.cli import main
+from srnet.errors import SrnetError
+from srnet.tasks import generate_synthetic
+
+LABELS = ["entailment", "neutral", "contradiction"]
+
+
+def synthetic(split: str, n: int) -> dict:
+    return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
+
+
+def tiny_recipe(root, model, name, **extra) -> dict:
+    return {
+        "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(root),
+        "model": {"name": str(model), "max_length": 48},
+        "data": {"train": synthetic("train", 24), "dev": synthetic("dev", 16)},
+        "training": {"max_steps": 2, "batch_size": 8, "lr": 1e-3},
+        **extra,
+    }
+
+
+def bias_file(path, *, drop: int = 0, nan: bool = False, classes: int = 3):
+    ids = [ex.id for ex in generate_synthetic("train", 24, seed=0)][drop:]
+    header = {"srnet_bias": 1, "labels": LABELS[:classes], "feature": "t", "split": "train"}
+    rows = [{"id": i, "log_probs": [float(np.log(1 / classes))] * classes} for i in ids]
+    if nan:
+        rows[3]["log_probs"][0] = "NaN"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [header, *rows]).replace('"NaN"', "NaN"))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, tiny_model_dir):
+    """A finished run 'ft' in its own output folder (with a bystander file next to it)."""
+    root = tmp_path_factory.mktemp("runs")
+    (root / "bystander.txt").write_text("keep me")
+    api.run(tiny_recipe(root, tiny_model_dir, "ft"))
+    return root
+
+
+def cli(capsys, *argv) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ['""', "..", ".", "a/b", "../escape"])
+def test_bad_run_names_are_refused_before_anything_is_deleted(capsys, tmp_path, finished, name):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(json.dumps(tiny_recipe(finished, "unused", "x")))
+    code, err = cli(capsys, "run", str(recipe), "--set", f"name={name}", "--overwrite")
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1 and "run name" in err
+    assert (finished / "bystander.txt").read_text() == "keep me"
+    assert (finished / "ft" / "metrics.json").is_file()
+
+
+def test_overwrite_with_a_bad_recipe_keeps_the_finished_run(capsys, tmp_path, finished, tiny_model_dir):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(json.dumps(tiny_recipe(finished, tiny_model_dir, "ft")))
+    before = (finished / "ft" / "metrics.json").read_text()
+    code, err = cli(capsys, "run", str(recipe), "--set", "loss.name=focal", "--overwrite")
+    assert code == 2 and "focal" in err and err.count("\n") == 1
+    assert (finished / "ft" / "metrics.json").read_text() == before
+    assert sorted(p.name for p in finished.iterdir()) == ["bystander.txt", "ft"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"loss": {"name": "focal"}}, "focal"),
+    ({"loss": {"name": "ce", "params": {"gamma": 2}}}, "gamma"),
+    ({"loss": {"name": "poe"}}, "bias_predictions"),
+    ({"loss": {"name": "conf_reg", "bias_predictions": "BIAS"}}, "teacher"),
+    ({"loss": {"name": "conf_reg", "bias_predictions": "BIAS", "teacher": "no_run"}}, "no_run"),
+    ({"loss": {"name": "rmc"}}, "teacher|difficulty"),
+    ({"pruning": {"method": "fixed", "sparsity": 0.5}}, "mask_file"),
+    ({"pruning": {"method": "fixed", "sparsity": 0.5, "mask_file": "nope.safetensors"}}, "nope"),
+    ({"model": {"name": "unused", "init_from": "no_such_run"}}, "init_from"),
+    ({"dense_reference": "no_such_run"}, "dense_reference"),
+    ({"bias_dir": "@bias"}, "'@bias' names a sweep stage"),
+])
+def test_bad_inputs_fail_before_the_run_folder_exists(tmp_path, tiny_model_dir, extra, message):
+    out = tmp_path / "runs"
+    recipe = tiny_recipe(out, tiny_model_dir, "debris")
+    for key, value in extra.items():
+        recipe[key] = {**recipe.get(key, {}), **value} if isinstance(recipe.get(key), dict) else value
+    if recipe.get("loss", {}).get("bias_predictions") == "BIAS":
+        recipe["loss"]["bias_predictions"] = bias_file(tmp_path / "bias.jsonl")
+    with pytest.raises(SrnetError, match=message):
+        api.run(recipe)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind, message", [
+    ({"drop": 1}, "synthetic-train-0"), ({"nan": True}, "(?i)nan"), ({"classes": 2}, "(?i)class|label"),
+])
+def test_bad_bias_predictions_fail_before_the_run_folder_exists(tmp_path, tiny_model_dir, kind, message):
+    path = bias_file(tmp_path / "bias.jsonl", **kind)
+    out = tmp_path / "runs"
+    with pytest.raises(SrnetError, match=message):
+        api.run(tiny_recipe(out, tiny_model_dir, "poe", loss={"name": "poe", "bias_predictions": path}))
+    assert not out.exists()
+
+
+def test_mask_file_that_does_not_fit_fails_before_the_run_folder(tmp_path, tiny_model_dir):
+    from srnet.sparsity.mask_io import MaskMetadata, save_masks
+
+    masks = tmp_path / "m.safetensors"
+    save_masks(masks, {"bert.encoder.layer.0.attention.self.query": torch.ones(4, 4, dtype=torch.bool)},
+               MaskMetadata(method="omp", base_model="x", base_model_fingerprint="0"))
+    out = tmp_path / "runs"
+    with pytest.raises(SrnetError, match=r"shape|fingerprint|mask"):
+        api.run(tiny_recipe(out, tiny_model_dir, "fx", pruning={
+            "method": "fixed", "sparsity": 0.5, "mask_file": str(masks)}))
+    assert not out.exists()
+
+
+def test_overwrite_swaps_in_only_a_completed_run(tmp_path, tiny_model_dir, monkeypatch):
+    first = api.run(tiny_recipe(tmp_path, tiny_model_dir, "ft"))
+    before = (first.run_dir / "metrics.json").read_text()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    import srnet.experiments.run as run_module
+
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module, "evaluate_splits", broken)
+        with pytest.raises(RuntimeError, match="disk on fire"):
+            api.run(tiny_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
+    assert (first.run_dir / "metrics.json").read_text() == before  # the old run survived the failure
+    again = api.run(tiny_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
+    assert again.run_dir == first.run_dir and again.metrics["seed"] == 1
+    assert json.loads((first.run_dir / "metrics.json").read_text())["seed"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]  # no staging folder left
+
+
+def test_demo_rerun_shows_the_finished_result(capsys, tmp_path, tiny_model_dir):
+    argv = ["demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}",
+            "--set", "data.train.synthetic.n=32", "--set", "data.dev.synthetic.n=16",
+            "--set", "data.challenge.0.synthetic.n=16", "--set", "training.max_steps=2"]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    metrics = (tmp_path / "demo" / "metrics.json").stat().st_mtime_ns
+    for extra in ([], ["--resume"]):
+        assert main(argv + extra) == 0
+        assert capsys.readouterr().out == first
+    assert (tmp_path / "demo" / "metrics.json").stat().st_mtime_ns == metrics
+    assert main([*argv, "--overwrite"]) == 0
+    assert (tmp_path / "demo" / "metrics.json").stat().st_mtime_ns != metrics

@@ -1,0 +1,188 @@
+"""Sweeps: grid expansion, stage reuse, failures, resume after kill -9, the Ray executor, and every
+shipped sweep recipe in dry-run."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from srnet import api
+from srnet.cli import main
+from srnet.errors import SrnetError
+from srnet.experiments.stages import Stage, register_stage
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def one_thread_workers(monkeypatch):
+    """Worker processes inherit the environment: one torch thread each, like the test process."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def synthetic(split: str, n: int) -> dict:
+    return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
+
+
+def sweep_file(tmp_path: Path, model, stages: dict, grid: dict, **training) -> Path:
+    data = {
+        "name": "t", "output_dir": str(tmp_path / "out"),
+        "base": {"task": "synthetic_nli", "model": {"name": str(model), "max_length": 48},
+                 "data": {"train": synthetic("train", 24), "dev": synthetic("dev", 16)},
+                 "training": {"max_steps": 2, "batch_size": 8, "lr": 1e-3, **training}},
+        "stages": stages, "grid": grid,
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+STUDY = {
+    "ft": {"kind": "train", "set": {"loss.name": "ce"}},
+    "bias_model": {"kind": "bias_fit"},
+    "prune": {"kind": "train", "set": {"model.init_from": "@ft", "bias_dir": "@bias_model",
+                                       "dense_reference": "@ft", "pruning.method": "omp"}},
+}
+
+
+def plan(path, **kwargs) -> list[str]:
+    lines: list[str] = []
+    api.sweep(path, dry_run=True, progress=lines.append, **kwargs)
+    return lines
+
+
+def test_grid_expands_and_shared_stages_are_planned_once(tmp_path):
+    grid = {"seed": [1, 2], "prune.pruning.sparsity": [0.3, 0.5, 0.7], "prune.loss.name": ["ce", "poe"]}
+    result = api.sweep(sweep_file(tmp_path, "m", STUDY, grid), dry_run=True, progress=lambda _: None)
+    count = collections.Counter(job.name for job in result.jobs)
+    assert count == {"ft": 2, "bias_model": 1, "prune": 12}  # 2 seeds x 3 sparsities x 2 losses
+    ft = {job.grid["seed"]: job for job in result.jobs if job.name == "ft"}
+    bias = next(job for job in result.jobs if job.name == "bias_model")
+    for job in (j for j in result.jobs if j.name == "prune"):
+        assert job.recipe["model"]["init_from"] == str(ft[job.grid["seed"]].folder)
+        assert job.recipe["bias_dir"] == str(bias.folder)
+        assert set(job.deps) == {ft[job.grid["seed"]].key, bias.key}
+        assert job.recipe["pruning"]["sparsity"] == job.grid["prune.pruning.sparsity"]
+    order = [job.key for job in result.jobs]
+    assert all(order.index(d) < order.index(job.key) for job in result.jobs for d in job.deps)
+    # the folder key ignores names and paths: the same sweep elsewhere plans the same keys
+    other = api.sweep(sweep_file(tmp_path / "b", "m", STUDY, grid), dry_run=True, progress=lambda _: None)
+    assert [j.key for j in other.jobs] == order
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"grid": {"prune.pruning.sparsityy": [0.5]}}, r"sweep.yaml: grid key 'prune.pruning.sparsityy'"),
+    ({"grid": {"trainingg.lr": [0.5]}}, r"grid key 'trainingg.lr' is not a recipe key"),
+    ({"stages": {"ft": {"kind": "train", "set": {"model.init_from": "@nope"}}}}, r"'@nope', which no stage"),
+    ({"stages": {"a": {"kind": "train", "set": {"model.init_from": "@b"}},
+                 "b": {"kind": "train", "set": {"model.init_from": "@a"}}}}, "cycle"),
+    ({"stages": {"ft": {"kind": "tran"}}}, "unknown stage kind 'tran'"),
+    ({"stages": {"model": {"kind": "train"}}}, "stage name"),
+    ({"grid": {"seed": []}}, "no values"),
+])
+def test_bad_sweeps_are_one_line_errors(capsys, tmp_path, change, message):
+    path = sweep_file(tmp_path, "m", STUDY, {"seed": [1]})
+    data = yaml.safe_load(path.read_text())
+    data.update(change)
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SrnetError, match=message):
+        api.sweep(path, dry_run=True)
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_duplicate_stage_kinds_are_refused():
+    with pytest.raises(ValueError, match="already registered"):
+        @register_stage("train")
+        class Again(Stage):
+            def run(self, recipe, params, folder):
+                raise AssertionError
+
+
+def test_every_shipped_sweep_recipe_validates_in_dry_run(capsys):
+    shipped = sorted((REPO / "recipes").rglob("*.yaml"))
+    sweeps = [p for p in shipped if "stages" in (yaml.safe_load(p.read_text()) or {})]
+    assert sweeps
+    for path in sweeps:
+        assert main(["sweep", str(path), "--dry-run"]) == 0, path
+        out = capsys.readouterr().out
+        assert "to run" in out and "[1/" in out
+
+
+def events(out: Path) -> list[dict]:
+    lines = (out / "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.endswith("}")]  # a kill may cut the last line
+
+
+def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path, tiny_model_dir):
+    stages = {"ft": {"kind": "train"},
+              "prune": {"kind": "train", "set": {"model.init_from": "@ft", "pruning.method": "omp"}}}
+    path = sweep_file(tmp_path, tiny_model_dir, stages, {"prune.pruning.sparsity": [0.3, 0.6]},
+                      max_steps=6, checkpoint_every=1)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}  # OMP_NUM_THREADS=1 from the fixture
+    proc = subprocess.Popen([sys.executable, "-m", "srnet.cli", "sweep", str(path)], env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:  # kill once the first stage is done
+        if (out / "events.jsonl").is_file() and any(e["event"] == "done" for e in events(out)):
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    jobs = api.sweep(path, dry_run=True, progress=lambda _: None).jobs
+    before = {job.key for job in jobs if job.complete}
+    assert before and len(before) < len(jobs), "the kill should land mid-sweep"
+    stamps = {job.key: (job.folder / "stage.json").stat().st_mtime_ns for job in jobs if job.complete}
+    started = len(events(out))
+    result = api.sweep(path, resume=True, progress=lambda _: None)
+    assert result.ok and all(job.complete for job in jobs)  # 0 lost
+    resumed = [e["key"] for e in events(out)[started:] if e["event"] == "start"]
+    assert sorted(resumed) == sorted(job.key for job in jobs if job.key not in before)  # 0 repeated
+    assert all((job.folder / "stage.json").stat().st_mtime_ns == stamps[job.key]
+               for job in jobs if job.key in before)
+    done = collections.Counter(e["key"] for e in events(out) if e["event"] == "done")
+    assert max(done.values()) == 1
+    for job in jobs:
+        assert json.loads((job.folder / "metrics.json").read_text())["sparsity"]["overall"] >= 0
+
+
+def test_failing_stage_skips_its_dependants_and_resume_refuses_a_changed_sweep(
+    capsys, tmp_path, tiny_model_dir
+):
+    stages = {"ft": {"kind": "train"},
+              "bad": {"kind": "train", "set": {"model.init_from": "@ft", "loss.name": "poe"}},
+              "after": {"kind": "train", "set": {"model.init_from": "@bad"}}}
+    path = sweep_file(tmp_path, tiny_model_dir, stages, {})
+    assert main(["sweep", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "[3/3] skipped" in captured.out and "[1/3] done ft" in captured.out
+    assert "failed: bad: loss 'poe' needs loss.bias_predictions" in captured.err
+    assert "1 ran, 1 failed, 1 skipped" in captured.out
+    assert main(["sweep", str(path)]) == 2
+    assert "pass --resume" in capsys.readouterr().err
+    assert main(["sweep", str(path), "--resume", "--set", "base.training.lr=0.5"]) == 2
+    assert "'base.training.lr' differs" in capsys.readouterr().err
+
+
+def test_ray_executor_on_a_local_instance(tmp_path, tiny_model_dir):
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": {
+        "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"}})
+    try:
+        path = sweep_file(tmp_path, tiny_model_dir, {"ft": {"kind": "train"}}, {"seed": [1]})
+        result = api.sweep(path, executor="ray", progress=lambda _: None)
+    finally:
+        ray.shutdown()
+    assert result.ok and result.ran == [result.jobs[0].key]
+    assert (result.jobs[0].folder / "metrics.json").is_file()
