@@ -47,6 +47,10 @@ class DataConfig(_Strict):
         default_factory=lambda: {"non-entailment": "contradiction"},
         description="OOD label -> task label for ood_train (HANS is 2-way, NLI 3-way)",
     )
+    dev_fraction: float = Field(
+        0.05, gt=0, lt=1,
+        description="text task without data.dev: fraction of the packed training blocks held out as dev",
+    )
     base_dir: str | None = Field(
         None, description="folder relative data paths are read from (default: $SRNET_DATA_DIR or cwd)"
     )

@@ -39,6 +39,7 @@ from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, 
 from srnet.tasks import Task, get_task
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
+from srnet.tasks.text import TASK as TEXT_TASK
 from srnet.training.data import EncodedDataset
 from srnet.training.loop import Trainer
 
@@ -73,15 +74,26 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     target = RunDir(Path(recipe.output_dir) / recipe.name)
     task = get_task(recipe.task)
     check_runnable(recipe, target, resume=resume, overwrite=overwrite)
-    data = load_run_data(recipe, task)
-    ready = preflight(recipe, task, data)
+    if task.name == TEXT_TASK.name:  # task-agnostic mask training on raw text
+        from srnet.experiments.tamt import execute_text, prepare_text
+
+        text = prepare_text(recipe)
+
+        def execute(run: RunDir, resume: bool) -> dict:
+            return execute_text(recipe, text, run, resume=resume)
+    else:
+        data = load_run_data(recipe, task)
+        ready = preflight(recipe, task, data)
+
+        def execute(run: RunDir, resume: bool) -> dict:
+            return _execute(recipe, task, data, ready, run, resume=resume)
     run = target.staging() if overwrite else target
     if overwrite:
         shutil.rmtree(run.root, ignore_errors=True)
     run.root.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run.config, dump_recipe(recipe))
     atomic_write_json(run.environment, environment())
-    metrics = _execute(recipe, task, data, ready, run, resume=resume and not overwrite)
+    metrics = execute(run, resume and not overwrite)
     if overwrite:
         run.replace(target)
     return RunResult(target.root, metrics)
