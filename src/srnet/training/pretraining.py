@@ -22,7 +22,7 @@ from typing import ClassVar, Literal
 import torch
 import torch.nn.functional as F
 from accelerate.utils import extract_model_from_parallel
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
@@ -42,20 +42,21 @@ class MLMParams(BaseModel):
     probability: float = Field(0.15, gt=0, lt=1, description="fraction of non-special tokens selected")
     mask_fraction: float = Field(0.8, ge=0, le=1, description="selected tokens replaced by [MASK]")
     random_fraction: float = Field(
-        0.1, ge=0, le=1, description="selected tokens replaced by a random token (the rest are kept)"
+        0.1, ge=0, le=1, validate_default=True,
+        description="selected tokens replaced by a random token (the rest are kept)",
     )
     train_head: bool | None = Field(
         None, description="train the MLM head with the mask (null: only a fresh head, i.e. one "
         "the checkpoint does not have)"
     )
 
-    @model_validator(mode="after")
-    def _fractions(self) -> MLMParams:
-        if self.mask_fraction + self.random_fraction > 1:
-            raise ValueError(
-                f"mask_fraction + random_fraction = {self.mask_fraction + self.random_fraction} > 1"
-            )
-        return self
+    @field_validator("random_fraction")
+    @classmethod
+    def _fractions(cls, value: float, info: ValidationInfo) -> float:
+        total = info.data.get("mask_fraction", 0.0) + value
+        if total > 1:
+            raise ValueError(f"mask_fraction + random_fraction = {total:g} > 1")
+        return value
 
 
 class DistillParams(BaseModel):
