@@ -175,4 +175,5 @@ def test_load_masked_lm_reports_a_fresh_head(tiny_model_dir, tmp_path, tokenizer
     tokenizer.save_pretrained(tmp_path / "mlm")
     again, fresh = load_masked_lm(str(tmp_path / "mlm"))
     assert not fresh
-    assert torch.equal(again.cls.predictions.transform.dense.weight, model.cls.predictions.transform.dense.weight)
+    head = again.cls.predictions.transform.dense.weight
+    assert torch.equal(head, model.cls.predictions.transform.dense.weight)

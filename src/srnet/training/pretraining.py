@@ -173,7 +173,9 @@ def check_layers(layers: list[int] | None, model: nn.Module) -> list[int]:
     chosen = list(range(1, count + 1)) if layers is None else list(layers)
     bad = [i for i in chosen if not 1 <= i <= count]
     if bad or not chosen:
-        raise SrnetError(f"objective distill: layers {bad or chosen} out of range; the model has layers 1..{count}")
+        raise SrnetError(
+            f"objective distill: layers {bad or chosen} out of range; the model has layers 1..{count}"
+        )
     return chosen
 
 
@@ -241,7 +243,9 @@ class Pretraining(Objective):
         if labels is not None:
             parts["mlm"] = mlm_loss(base, out.last_hidden_state, labels)
         if teacher is not None:
-            parts["kd"] = hidden_distance(out.hidden_states, teacher, attention, self.layers, self.params.distance)
+            parts["kd"] = hidden_distance(
+                out.hidden_states, teacher, attention, self.layers, self.params.distance
+            )
         return parts
 
     def step(self, model, batch, loss, *, progress, penalty, backward) -> dict[str, float]:
