@@ -90,6 +90,7 @@ def prepare_text(recipe: Recipe) -> TextRun:
     else:
         raise SrnetError("the text task needs data.train or data.dev")
     model, fresh = load_masked_lm(source)
+    objective.check(model, tokenizer)
     trained = objective.trains_head(fresh) and train is not None
     head = ("new, trained with the mask" if trained else "new, untrained") if fresh else (
         "loaded, trained with the mask" if trained else "loaded")

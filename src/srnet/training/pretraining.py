@@ -206,16 +206,22 @@ class Pretraining(Objective):
         self.masking: Masking | None = None
         self.layers: list[int] = []
 
-    def setup(self, model: nn.Module, tokenizer) -> None:
-        """Check the tokenizer (mask token) and layers; make a fresh or asked-for head trainable."""
+    def check(self, model: nn.Module, tokenizer) -> None:
+        """Resolve what the objective needs: the tokenizer's mask token (mlm), the layers (distill);
+        ``SrnetError`` when they are missing or out of range."""
         model = extract_model_from_parallel(model)
         if self.uses_mlm:
             self.masking = Masking.from_tokenizer(tokenizer)
-            if self.params.train_head:
-                for p in head_parameters(model):
-                    p.requires_grad_(True)
+            mlm_head(model)
         if self.uses_kd:
             self.layers = check_layers(self.params.layers, model)
+
+    def setup(self, model: nn.Module, tokenizer) -> None:
+        """:meth:`check`, then make the MLM head trainable when it trains (``train_head``)."""
+        self.check(model, tokenizer)
+        if self.uses_mlm and self.params.train_head:
+            for p in head_parameters(extract_model_from_parallel(model)):
+                p.requires_grad_(True)
 
     def trains_head(self, fresh: bool) -> bool:
         """Whether the MLM head trains: ``train_head`` when set, else exactly when it is ``fresh``;
