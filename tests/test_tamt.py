@@ -19,7 +19,8 @@ from srnet.models import default_model_path, load_classifier
 from srnet.sparsity.mask_io import load_masks, model_fingerprint
 
 ENCODER = ["query", "key", "value", "attn_out", "ffn_in", "ffn_out"]
-WORDS = "the a cat dog sat ran on under mat tree big small red blue quickly slowly saw heard".split()
+WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "tree", "big", "small", "red", "blue",
+         "quickly", "slowly", "saw", "heard"]
 
 
 def write_corpus(path: Path, lines: int = 120) -> Path:
@@ -33,8 +34,8 @@ def write_task(folder: Path, task: str, model: Path) -> Path:
     rng = random.Random(task)
     if task == "nli":
         labels = ["entailment", "neutral", "contradiction"]
-        rows = [{"premise": " ".join(rng.choices(WORDS, k=6)), "hypothesis": " ".join(rng.choices(WORDS, k=4)),
-                 "label": labels[i % 3]} for i in range(18)]
+        rows = [{"premise": " ".join(rng.choices(WORDS, k=6)),
+                 "hypothesis": " ".join(rng.choices(WORDS, k=4)), "label": labels[i % 3]} for i in range(18)]
     else:
         rows = [{"sentence": " ".join(rng.choices(WORDS, k=6)), "label": i % 2} for i in range(18)]
     for split, part in (("train", rows[:12]), ("dev", rows[12:])):
@@ -121,7 +122,7 @@ def test_transfer_one_mask_to_two_tasks(tamt_run, tiny_model_dir, capsys):
 def test_transfer_rejects_a_mask_from_another_backbone(tamt_run, tmp_path):
     from transformers import AutoTokenizer
 
-    result, folder = tamt_run
+    result, _ = tamt_run
     other = tmp_path / "wider"
     config = AutoConfig.for_model("bert", vocab_size=30522, hidden_size=48, num_hidden_layers=2,
                                   num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
@@ -134,10 +135,10 @@ def test_transfer_rejects_a_mask_from_another_backbone(tamt_run, tmp_path):
 
 
 def test_text_task_bad_input(tiny_model_dir, tmp_path, capsys):
-    corpus = write_corpus(tmp_path / "c.txt", 2)
-    recipe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs")
-    with pytest.raises(SrnetError, match=r"c.txt: the corpus has \d+ tokens, shorter than one block of 512"):
-        api.run({**recipe, "model": {"name": str(tiny_model_dir), "max_length": 512}})
+    short = text_recipe(tiny_model_dir, write_corpus(tmp_path / "c.txt", 2), tmp_path / "runs")
+    with pytest.raises(SrnetError, match=r"c.txt: the corpus has \d+ tokens, shorter than one block of 32"):
+        api.run(short)
+    recipe = text_recipe(tiny_model_dir, write_corpus(tmp_path / "long.txt", 40), tmp_path / "runs")
     with pytest.raises(SrnetError, match="the text task trains with objective mlm, distill or mlm\\+distill"):
         api.run({**recipe, "objective": {"name": "standard"}})
     path = tmp_path / "r.yaml"

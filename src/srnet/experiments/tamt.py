@@ -32,6 +32,7 @@ from srnet.models import default_device, load_masked_lm, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod, PruningMethod
 from srnet.sparsity.mask_io import load_masks, save_masks
+from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
 from srnet.training.loop import Trainer
 from srnet.training.objectives import build_objective
@@ -80,7 +81,8 @@ def prepare_text(recipe: Recipe) -> TextRun:
     size = recipe.model.max_length
 
     def blocks(spec) -> torch.Tensor:
-        return pack_blocks(load_texts(spec, base_dir=base), tokenizer, size, source=spec.display_name)
+        where = str(resolve_path(spec.path, base)) if spec.path else spec.display_name
+        return pack_blocks(load_texts(spec, base_dir=base), tokenizer, size, source=where)
 
     train = blocks(data.train) if data.train else None
     if data.dev is not None:
@@ -124,7 +126,7 @@ def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -
     best_step = None
     if ready.train is not None:
         trainer = Trainer(
-            model, tokenizer, TextBlocks(ready.train), recipe.training, None, run.root,
+            model, tokenizer, TextBlocks(ready.train), recipe.training, None, run,
             seed=recipe.seed, method=method, objective=objective, dev_metric=dev_metric,
             mask_metadata=lambda m: _mask_metadata(recipe, ready.source, model, m),
         )
