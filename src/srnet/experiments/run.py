@@ -36,6 +36,7 @@ from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
 from srnet.report import plot_sparsity_heatmap
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
+from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
 from srnet.tasks import Task, get_task
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
@@ -179,6 +180,9 @@ def _execute(
     metadata = _mask_metadata(recipe, source, model, masks) if masks else None
     if masks:
         save_masks(run.masks, masks, metadata)
+        scores = method.scores() if method is not None else None
+        if scores:
+            save_scores(run.root / SCORES_FILENAME, scores, metadata)
         if any(layer is not None for _, layer in map(classify_weight, masks)):
             plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(model, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True)

@@ -139,6 +139,10 @@ class PruningMethod(ABC):
         """The applied binary masks keyed by module name."""
         return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
 
+    def scores(self) -> dict[str, Tensor] | None:
+        """Learned per-weight scores a ticket can be drawn from (None for methods without any)."""
+        return None
+
     def sparsity_report(self) -> dict[str, Any]:
         """Overall and per-matrix sparsity of the applied masks, and the current target."""
         counts = zero_counts(self.masks())
