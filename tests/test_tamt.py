@@ -141,6 +141,8 @@ def test_text_task_bad_input(tiny_model_dir, tmp_path, capsys):
     recipe = text_recipe(tiny_model_dir, write_corpus(tmp_path / "long.txt", 40), tmp_path / "runs")
     with pytest.raises(SrnetError, match="the text task trains with objective mlm, distill or mlm\\+distill"):
         api.run({**recipe, "objective": {"name": "standard"}})
+    with pytest.raises(SrnetError, match=r"objective .mlm. trains on raw text \(task: text\), not on task"):
+        api.run({**recipe, "task": "nli", "objective": {"name": "mlm"}})
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump({**recipe, "objective": {"name": "distill", "params": {"layers": [3]}}}))
     assert main(["run", str(path)]) == 2

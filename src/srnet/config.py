@@ -99,7 +99,11 @@ class LossConfig(_Strict):
 
 
 class ObjectiveConfig(_Strict):
-    name: str = Field("standard", description="training objective registry name: standard, freelb")
+    name: str = Field(
+        "standard",
+        description="training objective registry name: standard, freelb (labelled tasks); mlm, "
+        "distill, mlm+distill (task text)",
+    )
     params: dict[str, Any] = Field(
         default_factory=dict, description="objective parameters, e.g. freelb {steps: 3, step_size: 0.03}"
     )

@@ -44,6 +44,7 @@ from srnet.tasks.text import TASK as TEXT_TASK
 from srnet.training.data import EncodedDataset
 from srnet.training.loop import Trainer, is_main_process
 from srnet.training.objectives import build_objective
+from srnet.training.pretraining import Pretraining
 
 
 @dataclass
@@ -85,6 +86,9 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         def execute(run: RunDir, resume: bool) -> dict:
             return execute_text(recipe, text, run, resume=resume)
     else:
+        if isinstance(build_objective(recipe.objective.name, recipe.objective.params), Pretraining):
+            raise SrnetError(f"objective '{recipe.objective.name}' trains on raw text (task: text), "
+                             f"not on task {task.name}")
         data = load_run_data(recipe, task)
         ready = preflight(recipe, task, data)
 
