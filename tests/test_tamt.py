@@ -99,6 +99,17 @@ def test_one_shot_mask_on_dev_blocks_only(tiny_model_dir, tmp_path):
     assert metrics["mlm_head"] == "new, untrained" and metrics["pretraining"]["kd_dev_loss"] > 0
 
 
+def test_imp_on_mlm(tiny_model_dir, tmp_path):
+    """Chen et al.'s baseline: the IMP method with the mlm objective (weights train and rewind)."""
+    corpus = write_corpus(tmp_path / "c.txt", 60)
+    recipe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs", name="imp", objective={"name": "mlm"},
+                         pruning={"method": "imp", "sparsity": 0.5,
+                                  "imp": {"prune_fraction": 0.25, "every": 0.25, "rewind": True}})
+    metrics = api.run(recipe).metrics
+    assert metrics["method"] == "imp" and metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=1e-3)
+    assert metrics["mlm_head"] == "new, trained with the mask"
+
+
 def test_transfer_one_mask_to_two_tasks(tamt_run, tiny_model_dir, capsys):
     result, folder = tamt_run
     tasks = [write_task(folder, "nli", tiny_model_dir), write_task(folder, "sst2", tiny_model_dir)]
