@@ -89,12 +89,16 @@ def test_tamt_mask_search_writes_a_task_free_mask_and_dev_losses(tamt_run, tiny_
     assert [e["step"] for e in log if e["event"] == "eval"] == [2, 4]
 
 
-def test_one_shot_mask_on_dev_blocks_only(tiny_model_dir, tmp_path):
+def test_one_shot_mask_on_dev_blocks_only(tiny_model_dir, tmp_path, capsys):
     corpus = write_corpus(tmp_path / "dev.txt", 40)
     recipe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs", name="omp",
                          data={"dev": {"path": str(corpus)}}, objective={"name": "distill"},
                          pruning={"method": "omp", "sparsity": 0.3})
-    metrics = api.run(recipe).metrics
+    path = tmp_path / "omp.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    assert main(["run", str(path)]) == 0
+    assert "omp + distill: mlm_dev_loss " in capsys.readouterr().out
+    metrics = json.loads((tmp_path / "runs" / "omp" / "metrics.json").read_text())
     assert metrics["best_step"] is None and metrics["blocks"]["train"] == 0
     assert metrics["mlm_head"] == "new, untrained" and metrics["pretraining"]["kd_dev_loss"] > 0
 

@@ -396,7 +396,14 @@ def cmd_masks_random_like(args) -> int:
 def _print_summary(result) -> None:
     from srnet.report import summary_table
 
-    print(summary_table(result.metrics))
+    metrics = result.metrics
+    if "pretraining" in metrics:  # a text (TAMT) run: dev-block losses, no splits
+        losses = ", ".join(f"{k} {v:.4f}" for k, v in metrics["pretraining"].items())
+        sparsity = metrics.get("sparsity", {}).get("overall")
+        print(f"{metrics['method']} + {metrics['objective']}: {losses}"
+              + (f" at sparsity {sparsity:.3f}" if sparsity is not None else ""))
+    else:
+        print(summary_table(metrics))
     print(f"\nrun directory: {result.run_dir}")
 
 
