@@ -75,7 +75,8 @@ def prepare_text(recipe: Recipe) -> TextRun:
     if data.train is None and not isinstance(method, OneShotMethod):
         raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
     set_seed(recipe.seed)
-    source = recipe.model.name
+    init_from = recipe.model.init_from
+    source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
     tokenizer = load_tokenizer(source)
     base = data_base_dir(recipe)
     size = recipe.model.max_length
