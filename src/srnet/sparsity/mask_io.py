@@ -243,6 +243,13 @@ def _check_against(
         shapes = mask_shapes(model, masks)
     except SrnetError as exc:
         raise SrnetError(f"{path}: {exc}") from exc
+    found = model_fingerprint(model, masks)  # another backbone: name both before any shape
+    if found != metadata.base_model_fingerprint:
+        raise SrnetError(
+            f"{path}: masks were made for '{metadata.base_model}' (fingerprint "
+            f"{metadata.base_model_fingerprint}) but this is a {describe_model(model)} "
+            f"(fingerprint {found})"
+        )
     for name, mask in masks.items():
         if shapes[name] != tuple(mask.shape):
             what = "group" if len(shapes[name]) == 1 else "weight"
@@ -250,13 +257,6 @@ def _check_against(
                 f"{path}: mask '{name}' has shape {tuple(mask.shape)} but the model's {what} has "
                 f"shape {shapes[name]}"
             )
-    found = model_fingerprint(model, masks)
-    if found != metadata.base_model_fingerprint:
-        raise SrnetError(
-            f"{path}: masks were made for '{metadata.base_model}' (fingerprint "
-            f"{metadata.base_model_fingerprint}) but this is a {describe_model(model)} "
-            f"(fingerprint {found})"
-        )
 
 
 def _as_bool(name: str, mask: torch.Tensor) -> torch.Tensor:
