@@ -26,11 +26,15 @@ from srnet.bias import write_bias_predictions, write_difficulty
 from srnet.evaluation.predict import predict_logits, softmax
 from srnet.experiments import run as run_module
 from srnet.io import atomic_write_jsonl
+from srnet.losses import LOSSES as LOSS_REGISTRY
+from srnet.pruning import available_methods
 from srnet.sparsity.mask_io import expand_masks, load_masks, save_masks
 from srnet.tasks import generate_synthetic
 
-METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]
-LOSSES = ["ce", "poe", "reweight", "conf_reg", "rmc"]
+# rows come from the registries: a new method or loss joins the matrix by registering
+# ("dense" has no mask to check; the task-agnostic objectives have their own tests)
+METHODS = [m for m in available_methods() if m != "dense"]
+LOSSES = LOSS_REGISTRY.names()
 SPARSITY = 0.5
 CELLS = (
     [(m, loss, "standard") for m in METHODS for loss in LOSSES]

@@ -27,10 +27,11 @@ from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from srnet.errors import SrnetError
+from srnet.registry import Registry
 
 BIAS = "bias_log_probs"
 TEACHER = "teacher_probs"
@@ -152,39 +153,14 @@ _CHECKS: dict[str, Callable[[str, Tensor], None]] = {
     DIFFICULTY: _check_difficulty,
 }
 
-LOSSES: dict[str, type[Loss]] = {}
-
-
-def register_loss(name: str) -> Callable[[type[Loss]], type[Loss]]:
-    """Class decorator that registers a loss under ``name``."""
-
-    def add(cls: type[Loss]) -> type[Loss]:
-        cls.name = name
-        LOSSES[name] = cls
-        return cls
-
-    return add
+LOSSES: Registry[type[Loss]] = Registry("loss")
+register_loss = LOSSES.register
+"""Class decorator that registers a loss under a unique name."""
 
 
 def build_loss(name: str, params: Mapping[str, Any] | None = None) -> Loss:
     """The loss ``name`` with validated ``params``; SrnetError for an unknown name or parameter."""
-    if name not in LOSSES:
-        raise SrnetError(f"unknown loss '{name}'; known: {sorted(LOSSES)}")
-    cls = LOSSES[name]
-    try:
-        parsed = cls.params_model.model_validate(dict(params or {}))
-    except ValidationError as exc:
-        raise SrnetError(_describe(name, cls.params_model, exc)) from None
-    return cls(parsed)
-
-
-def _describe(name: str, model: type[BaseModel], exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    field = ".".join(str(p) for p in error["loc"])
-    known = ", ".join(model.model_fields) or "none"
-    if error["type"] == "extra_forbidden":
-        return f"loss '{name}': unknown parameter '{field}' (known: {known})"
-    return f"loss '{name}': parameter '{field}' = {error.get('input')!r}: {error['msg']}"
+    return LOSSES.get(name)(LOSSES.params(name, params))
 
 
 def anneal(bias_log_probs: Tensor, params: AnnealParams, progress: float) -> Tensor:

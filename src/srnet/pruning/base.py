@@ -10,45 +10,23 @@ target before an evaluation or a save.  Resuming: ``prepare`` a fresh model, loa
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
 from srnet.models import MaskGroup, PrunableWeight, find_groups, find_prunable, group_kinds
 from srnet.pruning.config import PruningConfig
+from srnet.registry import Registry
 from srnet.sparsity import FixedMask, GroupMask, Schedule, attach, original_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
 from srnet.sparsity.masks import FusedMaskForward
 
-M = TypeVar("M", bound="type[PruningMethod]")
-_REGISTRY: dict[str, type[PruningMethod]] = {}
-
-
-def register_method(name: str) -> Callable[[M], M]:
-    """Class decorator that registers a :class:`PruningMethod` under ``name``."""
-
-    def register(cls: M) -> M:
-        if name in _REGISTRY:
-            raise ValueError(f"pruning method '{name}' is already registered")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return register
-
-
-def available_methods() -> list[str]:
-    """The registered method names, sorted."""
-    return sorted(_REGISTRY)
-
-
-def get_method(name: str) -> type[PruningMethod]:
-    """The method class registered under ``name``."""
-    if name not in _REGISTRY:
-        raise SrnetError(f"unknown pruning method '{name}'; known: {available_methods()}")
-    return _REGISTRY[name]
+METHODS: Registry[type[PruningMethod]] = Registry("pruning method")
+register_method = METHODS.register
+"""Class decorator that registers a :class:`PruningMethod` under a unique name."""
+available_methods = METHODS.names
+get_method = METHODS.get
 
 
 def build_method(cfg: PruningConfig, seed: int = 0) -> PruningMethod:

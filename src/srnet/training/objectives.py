@@ -25,11 +25,11 @@ from typing import Any, ClassVar
 
 import torch
 from accelerate.utils import extract_model_from_parallel
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 
-from srnet.errors import SrnetError
 from srnet.losses import EXTRA_KEYS, Loss
+from srnet.registry import Registry
 from srnet.training.data import model_inputs
 
 Backward = Callable[[Tensor], None]
@@ -73,44 +73,15 @@ class Objective(ABC):
         """Accumulate this batch's gradients into ``model``; return the values to log (``loss``)."""
 
 
-OBJECTIVES: dict[str, type[Objective]] = {}
-
-
-def register_objective(name: str) -> Callable[[type[Objective]], type[Objective]]:
-    """Class decorator that registers an objective under ``name`` (names are unique)."""
-
-    def add(cls: type[Objective]) -> type[Objective]:
-        if name in OBJECTIVES:
-            raise ValueError(f"objective '{name}' is already registered")
-        cls.name = name
-        OBJECTIVES[name] = cls
-        return cls
-
-    return add
-
-
-def available_objectives() -> list[str]:
-    """The registered objective names, sorted."""
-    return sorted(OBJECTIVES)
+OBJECTIVES: Registry[type[Objective]] = Registry("objective")
+register_objective = OBJECTIVES.register
+"""Class decorator that registers an objective under a unique name."""
+available_objectives = OBJECTIVES.names
 
 
 def build_objective(name: str, params: Mapping[str, Any] | None = None) -> Objective:
     """The objective ``name`` with validated ``params``; SrnetError for an unknown name or value."""
-    if name not in OBJECTIVES:
-        raise SrnetError(f"unknown objective '{name}'; known: {available_objectives()}")
-    cls = OBJECTIVES[name]
-    try:
-        parsed = cls.params_model.model_validate(dict(params or {}))
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"])
-        if error["type"] == "extra_forbidden":
-            known = ", ".join(cls.params_model.model_fields) or "none"
-            raise SrnetError(f"objective '{name}': unknown parameter '{field}' (known: {known})") from None
-        raise SrnetError(
-            f"objective '{name}': parameter '{field}' = {error.get('input')!r}: {error['msg']}"
-        ) from None
-    return cls(parsed)
+    return OBJECTIVES.get(name)(OBJECTIVES.params(name, params))
 
 
 def loss_extras(batch: Mapping[str, Tensor]) -> dict[str, Tensor]:

@@ -1,0 +1,80 @@
+"""One registry helper for every kind of plug-in (pruning methods, losses, objectives, stage
+kinds, attacks): registration by name with a duplicate check, lookup with a one-line error that
+lists the known names, help text from each class's docstring, and validation of a class's
+``params_model`` with a one-line error naming the parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from srnet.errors import SrnetError
+
+T = TypeVar("T", bound=type)
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """Plug-in classes of one ``kind`` (e.g. "loss"), by name; a read-only mapping."""
+
+    def __init__(self, kind: str, attribute: str = "name") -> None:
+        self.kind = kind
+        self.attribute = attribute
+        self._items: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Class decorator: add the class under ``name`` (and set its ``attribute`` to ``name``)."""
+
+        def add(cls: T) -> T:
+            if name in self._items:
+                raise ValueError(f"{self.kind} '{name}' is already registered")
+            setattr(cls, self.attribute, name)
+            self._items[name] = cls
+            return cls
+
+        return add
+
+    def names(self) -> list[str]:
+        """The registered names, sorted."""
+        return sorted(self._items)
+
+    def get(self, name: str) -> T:  # type: ignore[override]
+        """The class registered under ``name``; SrnetError naming the known ones otherwise."""
+        if name not in self._items:
+            raise SrnetError(f"unknown {self.kind} '{name}'; known: {self.names()}")
+        return self._items[name]
+
+    def help(self, name: str) -> str:
+        """The first line of the class's docstring."""
+        doc = self.get(name).__doc__ or ""
+        return doc.strip().splitlines()[0] if doc.strip() else ""
+
+    def params(self, name: str, values: Mapping[str, Any] | None) -> BaseModel:
+        """``values`` validated by the class's ``params_model``; one-line SrnetError otherwise."""
+        model: type[BaseModel] = self.get(name).params_model
+        try:
+            return model.model_validate(dict(values or {}))
+        except ValidationError as exc:
+            raise SrnetError(describe_error(f"{self.kind} '{name}'", model, exc)) from None
+
+    def __getitem__(self, name: str) -> T:
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def describe_error(owner: str, model: type[BaseModel], exc: ValidationError) -> str:
+    """One line for the first error of ``exc``: the parameter, its value and what is wrong."""
+    error = exc.errors()[0]
+    field = ".".join(str(p) for p in error["loc"]) or "(parameters)"
+    if error["type"] == "extra_forbidden":
+        known = ", ".join(model.model_fields) or "none"
+        return f"{owner}: unknown parameter '{field}' (known: {known})"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{owner}: parameter '{field}' = {error.get('input')!r}: {message}"
