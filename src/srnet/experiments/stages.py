@@ -166,7 +166,7 @@ class Difficulty(Stage):
 
 
 class TicketParams(NoParams):
-    scores: str = Field(description="a learned-mask run (l0, mask_train) or its mask_scores file, e.g. '@gates'")
+    scores: str = Field(description="a learned-mask run (l0, mask_train) or its score file, e.g. '@gates'")
     sparsity: float = Field(gt=0, lt=1, description="global fraction of zeros of the ticket")
 
 
@@ -189,7 +189,7 @@ class Ticket(Stage):
 
 
 class RandomLikeParams(NoParams):
-    masks: str = Field(description="a mask file or run directory whose per-matrix sparsity is copied, e.g. '@ticket'")
+    masks: str = Field(description="a mask file or run whose per-matrix sparsity is copied, e.g. '@ticket'")
 
 
 @register_stage("random_like")
