@@ -41,7 +41,8 @@ from srnet.tasks import Task, get_task
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.training.data import EncodedDataset
-from srnet.training.loop import Trainer
+from srnet.training.loop import Trainer, is_main_process
+from srnet.training.objectives import build_objective
 
 
 @dataclass
@@ -76,14 +77,16 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     check_runnable(recipe, target, resume=resume, overwrite=overwrite)
     data = load_run_data(recipe, task)
     ready = preflight(recipe, task, data)
+    main = is_main_process()  # multi-process runs: only rank 0 writes the run directory
     run = target.staging() if overwrite else target
-    if overwrite:
-        shutil.rmtree(run.root, ignore_errors=True)
-    run.root.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run.config, dump_recipe(recipe))
-    atomic_write_json(run.environment, environment())
-    metrics = _execute(recipe, task, data, ready, run, resume=resume and not overwrite)
-    if overwrite:
+    if main:
+        if overwrite:
+            shutil.rmtree(run.root, ignore_errors=True)
+        run.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run.config, dump_recipe(recipe))
+        atomic_write_json(run.environment, environment())
+    metrics = _execute(recipe, task, data, ready, run, resume=resume and not overwrite, main=main)
+    if overwrite and main:
         run.replace(target)
     return RunResult(target.root, metrics)
 
@@ -108,9 +111,11 @@ def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
 
 
 def _execute(
-    recipe: Recipe, task: Task, data: RunData, ready: Prepared, run: RunDir, *, resume: bool
+    recipe: Recipe, task: Task, data: RunData, ready: Prepared, run: RunDir, *, resume: bool,
+    main: bool = True,
 ) -> dict:
-    """Train (or only prune), evaluate and export into ``run``; return the metrics."""
+    """Train (or only prune), evaluate and export into ``run``; return the metrics (on a rank
+    other than 0 of a multi-process run: train only, and return no metrics)."""
     started = time.perf_counter()
     source, tokenizer, model, method = ready.source, ready.tokenizer, ready.model, ready.method
     masks = None
@@ -121,6 +126,7 @@ def _execute(
         trainer = Trainer(
             model, tokenizer, train_set, recipe.training, ready.loss, run,
             seed=recipe.seed, method=method, dev_metric=dev_metric,
+            objective=build_objective(recipe.objective.name, recipe.objective.params),
             mask_metadata=lambda m: _mask_metadata(recipe, source, model, m),
         )
         state = trainer.train(resume=resume)
@@ -129,6 +135,8 @@ def _execute(
         model = trainer.unwrapped
         if method is not None:
             method.freeze()
+        if not main:  # the other ranks trained in step with rank 0, which evaluates and writes
+            return {}
     else:
         model.to(default_device())
     if data.train is None and method is not None:

@@ -107,13 +107,19 @@ class L0Config(BaseModel):
         return self.lambda_ * (min(1.0, (step - start) / ramp) if ramp > 0 else 1.0)
 
 
+DENSE = {"method": "dense", "sparsity": 0.0}
+"""The ``pruning`` section of a dense run (what ``pruning: null`` means)."""
+
+
 class PruningConfig(BaseModel):
     """Which weights are pruned, how, and to what sparsity."""
 
     model_config = ConfigDict(extra="forbid")
 
     method: str = Field(
-        "mask_train", description="Registered method: omp, random, imp, mask_train, l0, fixed."
+        "mask_train",
+        description="Registered method: dense (no masks, sparsity ignored), omp, random, imp, "
+        "mask_train, l0, fixed.",
     )
     sparsity: float = Field(0.5, description="Target fraction of zeros in the masked weights.")
     schedule: ScheduleConfig = Field(
