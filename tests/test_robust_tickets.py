@@ -1,5 +1,6 @@
 """The Robust Tickets pipeline as a sweep on a tiny model: the ``ticket``, ``random_like`` and
-``attack`` stage kinds chained with L0 gate search and ticket retraining, then ``srnet report``."""
+``attack`` stage kinds chained with an L0 gate search under FreeLB and ticket retraining, then
+``srnet report``."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ L0 = {"method": "l0", "sparsity": 0.3, "granularity": "global", "mask_lr": 0.1,
 FIXED = {"method": "fixed", "sparsity": 0.3}
 STAGES = {
     "ft": {"kind": "train"},
-    "gates": {"kind": "train", "set": {"model.init_from": "@ft", "pruning": L0}},
+    "gates": {"kind": "train", "set": {"model.init_from": "@ft", "pruning": L0,
+                                       "objective": {"name": "freelb", "params": {"steps": 2}}}},
     "mask": {"kind": "ticket", "with": {"scores": "@gates", "sparsity": 0.3}},
     "ticket": {"kind": "train", "set": {"pruning": {**FIXED, "mask_file": "@mask"},
                                         "tags.method": "robust_ticket"}},
