@@ -4,22 +4,22 @@ A stage takes a resolved :class:`~srnet.config.Recipe` plus its own parameters (
 ``with:`` section) and writes one output folder.  Its *output* is what a later stage's
 ``@name`` reference resolves to:
 
-========== ======================================= ============================================
-kind       what it does                            output (what ``@name`` means)
-========== ======================================= ============================================
-train      a whole recipe: fine-tune, mask search,  the run directory (``model.init_from``,
-           prune, fine-tune in isolation           ``dense_reference``, ``loss.teacher``)
-evaluate   the recipe without ``data.train``       the run directory
-bias_fit   ``srnet bias fit``                      the bias folder (``bias_dir``)
-predict    a run's predictions on one split        the predictions file (``loss.teacher``)
-difficulty RMC difficulty from several runs        the difficulty file (``loss.difficulty``)
-ticket     the global top-(1-s) ticket of a learned the mask file (``pruning.mask_file``)
-           mask run's scores (Robust Tickets)
+=========== ======================================= ============================================
+kind        what it does                            output (what ``@name`` means)
+=========== ======================================= ============================================
+train       a whole recipe: fine-tune, mask search,  the run directory (``model.init_from``,
+            prune, fine-tune in isolation           ``dense_reference``, ``loss.teacher``)
+evaluate    the recipe without ``data.train``       the run directory
+bias_fit    ``srnet bias fit``                      the bias folder (``bias_dir``)
+predict     a run's predictions on one split        the predictions file (``loss.teacher``)
+difficulty  RMC difficulty from several runs        the difficulty file (``loss.difficulty``)
+ticket      the global top-(1-s) ticket of a        the mask file (``pruning.mask_file``)
+            learned-mask run's scores
 random_like a random mask with a mask's per-matrix  the mask file (``pruning.mask_file``)
-           sparsity (the random-ticket baseline)
-attack     ``srnet attack`` of runs, several        the folder (results go to ``RUN/attack``)
-           attacks
-========== ======================================= ============================================
+            zeros (the random-ticket baseline)
+attack      ``srnet attack`` of several runs with   its folder (results go to each
+            several attacks                         ``RUN/attack/<name>.json``)
+=========== ======================================= ============================================
 
 Adding a kind is one class and its ``@register_stage("kind")`` line.
 """
