@@ -155,6 +155,22 @@ def evaluate(
     return run_recipe(_model_checked(recipe_from_dict(base)), overwrite=overwrite)
 
 
+def transfer(
+    mask: str | Path,
+    tasks: list[str | Path | Recipe | dict],
+    overrides: list[str] | None = None,
+    *,
+    out_dir: str | Path = "runs/transfer",
+    overwrite: bool = False,
+):
+    """Fine-tune one mask (file or run directory) on each task recipe with the mask fixed; write
+    ``out_dir/transfer.json`` (each task's scores beside the mask's pre-training dev losses)."""
+    from srnet.experiments.transfer import transfer as run_transfer
+
+    recipes = [_model_checked(as_recipe(task, overrides)) for task in tasks]
+    return run_transfer(mask, recipes, out_dir=out_dir, overwrite=overwrite)
+
+
 def attack(
     model: str,
     recipe: str | Path | Recipe | dict | None = None,

@@ -112,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_export)
 
+    p = sub.add_parser("transfer", help="fine-tune one mask (e.g. from TAMT) on several tasks, mask fixed")
+    p.add_argument("mask", help="masks.safetensors file or the run directory that holds it")
+    p.add_argument("--tasks", nargs="+", required=True, metavar="RECIPE",
+                   help="task recipes (YAML), each fine-tuned on the masked pre-trained backbone")
+    p.add_argument("--output-dir", default="runs/transfer", help="folder of the task runs and transfer.json")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override applied to every task recipe")
+    p.add_argument("--overwrite", action="store_true", help="replace existing task runs")
+    p.set_defaults(func=cmd_transfer)
+
     p = sub.add_parser("report", help="report.md + figures: runs averaged over seeds, against sparsity")
     p.add_argument("runs", nargs="+", metavar="PATH",
                    help="run directories and/or folders searched recursively for complete runs")
@@ -324,6 +334,22 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_transfer(args) -> int:
+    from srnet import api
+
+    result = api.transfer(args.mask, args.tasks, args.overrides, out_dir=args.output_dir,
+                          overwrite=args.overwrite)
+    summary = result.summary
+    pre = summary["pretraining"] or {}
+    losses = ", ".join(f"{k} {v:.4f}" for k, v in pre.items()) or "no pre-training losses recorded"
+    print(f"mask {summary['mask']} ({summary['method']}, sparsity {summary['sparsity']:.3f}): {losses}")
+    for name, row in summary["tasks"].items():
+        scores = ", ".join(f"{k} {v:.4f}" for k, v in row.items() if isinstance(v, float))
+        print(f"  {name}: {scores}")
+    print(f"summary: {result.out_dir / 'transfer.json'}")
+    return 0
+
+
 def cmd_masks_show(args) -> int:
     from srnet.evaluation.mask_analysis import sparsity_table
     from srnet.report import format_table, plot_sparsity_heatmap
@@ -370,7 +396,14 @@ def cmd_masks_random_like(args) -> int:
 def _print_summary(result) -> None:
     from srnet.report import summary_table
 
-    print(summary_table(result.metrics))
+    metrics = result.metrics
+    if "pretraining" in metrics:  # a text (TAMT) run: dev-block losses, no splits
+        losses = ", ".join(f"{k} {v:.4f}" for k, v in metrics["pretraining"].items())
+        sparsity = metrics.get("sparsity", {}).get("overall")
+        print(f"{metrics['method']} + {metrics['objective']}: {losses}"
+              + (f" at sparsity {sparsity:.3f}" if sparsity is not None else ""))
+    else:
+        print(summary_table(metrics))
     print(f"\nrun directory: {result.run_dir}")
 
 

@@ -47,6 +47,10 @@ class DataConfig(_Strict):
         default_factory=lambda: {"non-entailment": "contradiction"},
         description="OOD label -> task label for ood_train (HANS is 2-way, NLI 3-way)",
     )
+    dev_fraction: float = Field(
+        0.05, gt=0, lt=1,
+        description="text task without data.dev: fraction of the packed training blocks held out as dev",
+    )
     base_dir: str | None = Field(
         None, description="folder relative data paths are read from (default: $SRNET_DATA_DIR or cwd)"
     )
@@ -95,7 +99,11 @@ class LossConfig(_Strict):
 
 
 class ObjectiveConfig(_Strict):
-    name: str = Field("standard", description="training objective registry name: standard, freelb")
+    name: str = Field(
+        "standard",
+        description="training objective registry name: standard, freelb (labelled tasks); mlm, "
+        "distill, mlm+distill (task text)",
+    )
     params: dict[str, Any] = Field(
         default_factory=dict, description="objective parameters, e.g. freelb {steps: 3, step_size: 0.03}"
     )

@@ -40,9 +40,11 @@ from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
 from srnet.tasks import Task, get_task
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
+from srnet.tasks.text import TASK as TEXT_TASK
 from srnet.training.data import EncodedDataset
 from srnet.training.loop import Trainer, is_main_process
 from srnet.training.objectives import build_objective
+from srnet.training.pretraining import Pretraining
 
 
 @dataclass
@@ -75,9 +77,23 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     target = RunDir(Path(recipe.output_dir) / recipe.name)
     task = get_task(recipe.task)
     check_runnable(recipe, target, resume=resume, overwrite=overwrite)
-    data = load_run_data(recipe, task)
-    ready = preflight(recipe, task, data)
     main = is_main_process()  # multi-process runs: only rank 0 writes the run directory
+    if task.name == TEXT_TASK.name:  # task-agnostic mask training on raw text
+        from srnet.experiments.tamt import execute_text, prepare_text
+
+        text = prepare_text(recipe)
+
+        def execute(run: RunDir, resume: bool) -> dict:
+            return execute_text(recipe, text, run, resume=resume)
+    else:
+        if isinstance(build_objective(recipe.objective.name, recipe.objective.params), Pretraining):
+            raise SrnetError(f"objective '{recipe.objective.name}' trains on raw text (task: text), "
+                             f"not on task {task.name}")
+        data = load_run_data(recipe, task)
+        ready = preflight(recipe, task, data)
+
+        def execute(run: RunDir, resume: bool) -> dict:
+            return _execute(recipe, task, data, ready, run, resume=resume, main=main)
     run = target.staging() if overwrite else target
     if main:
         if overwrite:
@@ -85,7 +101,7 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
         run.root.mkdir(parents=True, exist_ok=True)
         atomic_write_text(run.config, dump_recipe(recipe))
         atomic_write_json(run.environment, environment())
-    metrics = _execute(recipe, task, data, ready, run, resume=resume and not overwrite, main=main)
+    metrics = execute(run, resume and not overwrite)
     if overwrite and main:
         run.replace(target)
     return RunResult(target.root, metrics)

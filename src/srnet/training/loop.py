@@ -149,6 +149,7 @@ class Trainer:
             generator=torch.Generator().manual_seed(seed),
         )
         method.prepare(model, self.steps)
+        self.objective.setup(model, tokenizer)
         groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
         trained = {id(p) for p in model.parameters() if p.requires_grad}
         mask_params = {id(p) for g in groups for p in g["params"]}

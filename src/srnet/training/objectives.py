@@ -1,4 +1,5 @@
-"""Training objectives behind one registry (``standard``, ``freelb``), and the one training step.
+"""Training objectives behind one registry (``standard``, ``freelb``; ``mlm``, ``distill`` and
+``mlm+distill`` in :mod:`srnet.training.pretraining`), and the one training step.
 
 An objective turns a batch into gradients: given the model, the batch (token tensors, labels and
 the loss extras the collator carries) and a loss from :mod:`srnet.losses`, it computes the loss,
@@ -51,6 +52,12 @@ class Objective(ABC):
 
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params = params if params is not None else self.params_model()
+
+    def setup(self, model: nn.Module, tokenizer) -> None:
+        """Called once by the trainer after the pruning method is prepared and before the optimizer
+        is built: check what the objective needs (e.g. a mask token) and make the parameters it
+        trains itself trainable (e.g. a fresh MLM head).  Default: nothing."""
+        return None
 
     @abstractmethod
     def step(
@@ -224,3 +231,6 @@ class FreeLB(Objective):
                 delta = (delta * torch.where(norm > p.max_norm, p.max_norm / norm, 1.0)).to(embeds.dtype)
             embeds = embed(input_ids)  # the backward freed the lookup's graph
         return {"loss": total}
+
+
+from srnet.training import pretraining  # noqa: E402, F401  (registers mlm, distill, mlm+distill)
