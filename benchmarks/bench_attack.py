@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--model", default="default")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    torch.manual_seed(0)  # the same untrained 2-way head every run, so runs attack alike
 
     model = load_classifier(args.model, ("negative", "positive")).eval()
     tokenizer = load_tokenizer(args.model)

@@ -218,3 +218,61 @@ def test_report_of_real_runs_on_a_tiny_model(tmp_path, tiny_model_dir):
     assert "collapse rule `sum`" in text  # the runs disagree on the primary rule: sum, which all record
     assert {"s1_vs_sparsity.png", "s1_mask_jaccard.png", "s1_synthetic_challenge_by_heuristic.png"} <= {
         p.name for p in report.figures}
+
+
+def write_attack(run: Path, name: str, successful: int, failed: int, skipped: int, queries: float) -> None:
+    """``attack/<name>.json`` as ``srnet attack`` writes it, from hand-chosen counts."""
+    total, done = successful + failed + skipped, successful + failed
+    summary = {"attack": name, "split": "sst2_test", "total": total, "attacked": done,
+               "successful": successful, "failed": failed, "skipped": skipped,
+               "clean": done / total, "aua": failed / total, "success_rate": successful / done,
+               "avg_queries": queries}
+    (run / "attack").mkdir(exist_ok=True)
+    (run / "attack" / f"{name}.json").write_text(json.dumps(summary))
+
+
+def test_attack_tables_match_hand_computed_means(tmp_path):
+    root = tmp_path / "runs"
+    # dense, 2 seeds, 20 examples each: clean 18/20, 16/20; aua 2/20, 6/20; suc 16/18, 10/16
+    for seed, (s, f, k, q) in enumerate([(16, 2, 2, 30.0), (10, 6, 4, 40.0)], 1):
+        run = write_run(root, f"ft{seed}", seed=seed, dev=0.9, task="sentiment")
+        write_attack(run, "wordswap", s, f, k, q)
+        write_attack(run, "charswap", 5, 15, 0, 12.0)
+    ticket = write_run(root, "ticket", seed=1, dev=0.85, task="sentiment", method="fixed", sparsity=0.3,
+                       tags={"method": "robust_ticket"})
+    write_attack(ticket, "wordswap", 4, 12, 4, 50.0)
+    write_run(root, "unattacked", seed=1, dev=0.8, task="sentiment", method="imp", sparsity=0.3)
+    (section,) = sections([load_run(p) for p in find_runs([root])])
+    groups = {g.labels["method"]: g for g in group_runs(section)}
+    dense = groups["dense"].stats
+    assert dense["wordswap Clean%"].mean == pytest.approx(85.0)
+    assert dense["wordswap Aua%"].mean == pytest.approx(20.0)
+    assert dense["wordswap Aua%"].std == pytest.approx(statistics.stdev([10.0, 30.0]))
+    assert dense["wordswap Suc%"].mean == pytest.approx((100 * 16 / 18 + 100 * 10 / 16) / 2)
+    assert dense["wordswap #Query"].mean == pytest.approx(35.0)
+    assert dense["charswap Suc%"].mean == pytest.approx(25.0) and dense["charswap Suc%"].std == 0.0
+    assert "wordswap Aua%" not in groups["imp"].stats
+
+    text = write_report([root], tmp_path / "report", figures=False).path.read_text()
+    assert "### Attack `charswap`" in text and "### Attack `wordswap`" in text
+    word = text[text.index("### Attack `wordswap`"):]
+    header = next(line for line in word.splitlines() if line.startswith("| method"))
+    assert [c.strip() for c in header.strip("|").split("|")][4:] == ["n", "Clean%", "Aua%", "Suc%", "#Query"]
+    row = next(line for line in word.splitlines() if line.startswith("| dense"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    suc = [100 * 16 / 18, 100 * 10 / 16]
+    assert cells[4:] == ["2", f"85.0 ± {statistics.stdev([90.0, 80.0]):.1f}", "20.0 ± 14.1",
+                         f"{statistics.fmean(suc):.1f} ± {statistics.stdev(suc):.1f}", "35.0 ± 7.1"]
+    row = next(line for line in word.splitlines() if line.startswith("| robust_ticket"))
+    assert [c.strip() for c in row.strip("|").split("|")][3:] == ["30%", "1", "80.0", "60.0", "25.0", "50.0"]
+    assert "| imp" not in word.split("### Runs")[0]  # never attacked: not in the attack's table
+    main_table = text.split("### Attack")[0]
+    assert "Aua%" not in main_table and "wordswap" not in main_table
+
+
+def test_malformed_attack_summary_is_one_line(tmp_path):
+    run = write_run(tmp_path, "r", seed=1, dev=0.5)
+    (run / "attack").mkdir()
+    (run / "attack" / "wordswap.json").write_text('{"clean": 0.5}')
+    with pytest.raises(SrnetError, match=r"wordswap.json: not an attack summary"):
+        load_run(run)

@@ -33,6 +33,8 @@ from srnet.tasks.spec import DataSpec, LabelScheme
 DENSE = "dense"
 LABELS = ("method", "loss", "paradigm", "sparsity")
 """The labels every run gets (further ``tags`` keys are extra labels)."""
+ATTACK_COLUMNS = {"Clean%": "clean", "Aua%": "aua", "Suc%": "success_rate", "#Query": "avg_queries"}
+"""Attack table column -> the ``attack/<name>.json`` key (rates as percentages, #Query as is)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class Run:
     seed: Any
     schemes: dict[str, LabelScheme] = field(default_factory=dict)
     """Evaluation split name -> its label scheme (when the task and split are known)."""
+    attacks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Attack name -> the summary ``srnet attack`` wrote to ``attack/<name>.json``."""
 
     @property
     def dense(self) -> bool:
@@ -105,7 +109,21 @@ def load_run(path: str | Path) -> Run:
     recipe = recipe or {}
     labels = run_labels(recipe, metrics.get("sparsity"))
     return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.get("seed")),
-               split_schemes(recipe, metrics.get("task") or recipe.get("task")))
+               split_schemes(recipe, metrics.get("task") or recipe.get("task")), load_attacks(run.root))
+
+
+def load_attacks(root: Path) -> dict[str, dict[str, Any]]:
+    """Attack name -> summary, for every ``attack/<name>.json`` of a run directory."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((root / "attack").glob("*.json")):
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SrnetError(f"{path}: unreadable attack summary ({type(exc).__name__})") from None
+        if not isinstance(summary, dict) or not all(k in summary for k in ATTACK_COLUMNS.values()):
+            raise SrnetError(f"{path}: not an attack summary (needs {sorted(ATTACK_COLUMNS.values())})")
+        out[path.stem] = summary
+    return out
 
 
 def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -206,7 +224,19 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
         if block.get("shortcut_gap") is not None or (scheme is not None and scheme.shortcut):
             values[f"gap {split}"] = block.get("shortcut_gap")
     values.update(f_bias_values(run, section, rule))
+    values.update(attack_values(run))
     return values
+
+
+def attack_values(run: Run) -> dict[str, float]:
+    """``<attack> <column>`` for each attack summary of the run: Clean%, Aua%, Suc% (percent) and
+    #Query (model queries per attacked example)."""
+    out: dict[str, float] = {}
+    for name, summary in run.attacks.items():
+        for column, key in ATTACK_COLUMNS.items():
+            value = float(summary[key])
+            out[f"{name} {column}"] = value if column == "#Query" else 100.0 * value
+    return out
 
 
 def f_bias_values(run: Run, section: Section, rule: str) -> dict[str, float | None]:

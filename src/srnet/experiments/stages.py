@@ -4,16 +4,22 @@ A stage takes a resolved :class:`~srnet.config.Recipe` plus its own parameters (
 ``with:`` section) and writes one output folder.  Its *output* is what a later stage's
 ``@name`` reference resolves to:
 
-========== ======================================= ============================================
-kind       what it does                            output (what ``@name`` means)
-========== ======================================= ============================================
-train      a whole recipe: fine-tune, mask search,  the run directory (``model.init_from``,
-           prune, fine-tune in isolation           ``dense_reference``, ``loss.teacher``)
-evaluate   the recipe without ``data.train``       the run directory
-bias_fit   ``srnet bias fit``                      the bias folder (``bias_dir``)
-predict    a run's predictions on one split        the predictions file (``loss.teacher``)
-difficulty RMC difficulty from several runs        the difficulty file (``loss.difficulty``)
-========== ======================================= ============================================
+=========== ======================================= ============================================
+kind        what it does                            output (what ``@name`` means)
+=========== ======================================= ============================================
+train       a whole recipe: fine-tune, mask search,  the run directory (``model.init_from``,
+            prune, fine-tune in isolation           ``dense_reference``, ``loss.teacher``)
+evaluate    the recipe without ``data.train``       the run directory
+bias_fit    ``srnet bias fit``                      the bias folder (``bias_dir``)
+predict     a run's predictions on one split        the predictions file (``loss.teacher``)
+difficulty  RMC difficulty from several runs        the difficulty file (``loss.difficulty``)
+ticket      the global top-(1-s) ticket of a        the mask file (``pruning.mask_file``)
+            learned-mask run's scores
+random_like a random mask with a mask's per-matrix  the mask file (``pruning.mask_file``)
+            zeros (the random-ticket baseline)
+attack      ``srnet attack`` of several runs with   its folder (results go to each
+            several attacks                         ``RUN/attack/<name>.json``)
+=========== ======================================= ============================================
 
 Adding a kind is one class and its ``@register_stage("kind")`` line.
 """
@@ -23,9 +29,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
@@ -157,3 +163,95 @@ class Difficulty(Stage):
         from srnet.experiments.bias_fit import write_training_difficulty
 
         write_training_difficulty(recipe, params.runs, params.alpha, self.output(folder, params))
+
+
+class TicketParams(NoParams):
+    scores: str = Field(description="a learned-mask run (l0, mask_train) or its score file, e.g. '@gates'")
+    sparsity: float = Field(gt=0, lt=1, description="global fraction of zeros of the ticket")
+
+
+@register_stage("ticket")
+class Ticket(Stage):
+    """Draw the ticket: rank the run's mask scores globally and keep the top ``1 - sparsity``."""
+
+    params_model = TicketParams
+
+    def semantic(self, recipe: Recipe) -> dict:
+        return {}  # the result depends only on the scores and the sparsity
+
+    def output(self, folder: Path, params: TicketParams) -> Path:
+        return folder / "masks.safetensors"
+
+    def run(self, recipe: Recipe, params: TicketParams, folder: Path) -> None:
+        from srnet.sparsity.tickets import write_ticket
+
+        write_ticket(params.scores, params.sparsity, self.output(folder, params))
+
+
+class RandomLikeParams(NoParams):
+    masks: str = Field(description="a mask file or run whose per-matrix sparsity is copied, e.g. '@ticket'")
+
+
+@register_stage("random_like")
+class RandomLike(Ticket):
+    """A random mask with as many zeros in each matrix as the given mask (drawn with the recipe's seed)."""
+
+    params_model = RandomLikeParams
+
+    def semantic(self, recipe: Recipe) -> dict:
+        return {"seed": recipe.seed}
+
+    def run(self, recipe: Recipe, params: RandomLikeParams, folder: Path) -> None:
+        from srnet.sparsity.tickets import write_random_like
+
+        write_random_like(params.masks, self.output(folder, params), seed=recipe.seed)
+
+
+class AttackParams(NoParams):
+    runs: list[str] = Field(min_length=1, description="the attacked runs, e.g. ['@ft', '@ticket_ft']")
+    attacks: list[str] = Field(min_length=1, description="attack names, e.g. [charswap, wordswap]")
+    split: str = Field("dev", description="dev, or an eval/challenge split name")
+    n: int | None = Field(None, ge=1, description="examples attacked (a seeded subset); all when null")
+    seed: int = Field(0, description="seed of the subset and of the attacks' random choices")
+    params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="attack name -> its parameters, e.g. {wordswap: {neighbours: both}}"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> AttackParams:
+        from srnet.evaluation.attacks import build_attack
+
+        for name in self.params:
+            if name not in self.attacks:
+                raise ValueError(f"params.{name}: '{name}' is not among attacks {self.attacks}")
+        for name in self.attacks:
+            try:
+                build_attack(name, self.params.get(name))
+            except SrnetError as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
+
+@register_stage("attack")
+class Attack(Stage):
+    """``srnet attack`` of every run with every attack; each result lands in ``RUN/attack/<name>.json``
+    (where ``srnet report`` reads it).  ``<folder>/<i>_<name>.done`` marks finished pairs, so a
+    killed stage resumes at the first unfinished one."""
+
+    params_model = AttackParams
+
+    def semantic(self, recipe: Recipe) -> dict:
+        return {}  # each run's own recipe decides the task and the splits
+
+    def run(self, recipe: Recipe, params: AttackParams, folder: Path) -> None:
+        from srnet.experiments.attack import attack_run
+        from srnet.io import atomic_write_text
+
+        for index, run in enumerate(params.runs):
+            for name in params.attacks:
+                done = folder / f"{index}_{name}.done"
+                if done.is_file():
+                    continue
+                report = attack_run(run, None, name, n=params.n, seed=params.seed, split=params.split,
+                                    params=params.params.get(name))
+                atomic_write_text(done, f"{report.summary_path}\n")

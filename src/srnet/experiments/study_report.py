@@ -4,6 +4,8 @@ For every section of comparable runs (:func:`srnet.experiments.aggregate.section
 * a table of mean ± std over seeds (n shown) of each ID and OOD split's primary metric, the
   shortcut gap and F_bias, by method x loss x paradigm x sparsity (and any further tags), under
   the section's collapse rule, plus the OOD columns under the other rule where recorded;
+* one table per attack the runs were attacked with (``RUN/attack/<name>.json``): Clean%, Aua%,
+  Suc% and #Query, mean ± std over the attacked runs;
 * the papers' figure: every metric against sparsity, one line per method x loss with a ±std
   band, dense models as dashed horizontal lines, shortcut-gap panels beside the accuracy ones;
 * accuracy bars by heuristic x label for every split whose label scheme has a shortcut;
@@ -25,6 +27,7 @@ import numpy as np
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import SparsityTable, compare_masks
 from srnet.experiments.aggregate import (
+    ATTACK_COLUMNS,
     DENSE,
     LABELS,
     Group,
@@ -103,10 +106,14 @@ def _section(index: int, section: Section, out: Path, report: Report, figures: b
             lines += [f"{len(legacy)} run(s) predate recording both rules: their metrics.json holds "
                       "`sum` only."]
         lines += [""]
-    columns = list(dict.fromkeys(c for g in groups for c in g.stats))
+    attacks = sorted({name for run in section.runs for name in run.attacks})
+    attack_columns = {f"{name} {c}" for name in attacks for c in ATTACK_COLUMNS}
+    columns = [c for c in dict.fromkeys(c for g in groups for c in g.stats) if c not in attack_columns]
     table = _stats_table(groups, columns)
     report.tables.append(table)
     lines += [table]
+    for name in attacks:
+        lines += _attack_section(name, section, groups, report)
     if merging:
         other = other_rule(rule)
         alt_groups = group_runs(section, other)
@@ -133,31 +140,52 @@ def _section(index: int, section: Section, out: Path, report: Report, figures: b
     return lines
 
 
-def _stats_table(groups: list[Group], columns: list[str]) -> str:
+def _attack_section(name: str, section: Section, groups: list[Group], report: Report) -> list[str]:
+    """The attack's own table: Clean%, Aua%, Suc%, #Query of the configurations it attacked."""
+    summaries = [run.attacks[name] for run in section.runs if name in run.attacks]
+    splits = ", ".join(sorted({str(s.get("split")) for s in summaries}))
+    totals = ", ".join(str(t) for t in sorted({s.get("total") for s in summaries}, key=str))
+    columns = {f"{name} {c}": c for c in ATTACK_COLUMNS}
+    attacked = [g for g in groups if any(c in g.stats for c in columns)]
+    table = _stats_table(attacked, list(columns), headers=columns, digits=1)
+    report.tables.append(table)
+    return ["", f"### Attack `{name}`", "",
+            f"`srnet attack` results (`attack/{name}.json`) on {splits}, {totals} examples per run. "
+            "Clean% = (successful + failed)/total, Aua% = failed/total (accuracy under attack), "
+            "Suc% = successful/(successful + failed), #Query = model queries per attacked example; "
+            "mean ± std over runs, n = runs attacked.", "", table]
+
+
+def _stats_table(groups: list[Group], columns: list[str], *, headers: dict[str, str] | None = None,
+                 digits: int = 4) -> str:
     extra = list(dict.fromkeys(k for g in groups for k in g.labels if k not in LABELS))
+    headers = headers or {}
     rows = []
     for group in groups:
         row: dict[str, object] = {k: group.labels.get(k, "-") for k in ("method", "loss", "paradigm")}
         row["sparsity"] = f"{group.labels['sparsity']:.0%}"
         row |= {k: group.labels.get(k, "-") for k in extra}
-        row["n"] = len(group.runs)
-        row |= {c: _cell(group.stats.get(c)) for c in columns}
+        counts = [group.stats[c].n for c in columns if c in group.stats]
+        row["n"] = max(counts) if headers and counts else len(group.runs)  # attack tables: runs attacked
+        row |= {headers.get(c, c): _cell(group.stats.get(c), digits) for c in columns}
         rows.append(row)
-    return format_table(rows, ["method", "loss", "paradigm", "sparsity", *extra, "n", *columns],
-                        markdown=True)
+    shown = [headers.get(c, c) for c in columns]
+    return format_table(rows, ["method", "loss", "paradigm", "sparsity", *extra, "n", *shown], markdown=True)
 
 
-def _cell(stat: Stat | None) -> str | None:
+def _cell(stat: Stat | None, digits: int = 4) -> str | None:
     if stat is None:
         return None
-    return f"{stat.mean:.4f}" + (f" ± {stat.std:.4f}" if stat.std is not None else "")
+    return f"{stat.mean:.{digits}f}" + (f" ± {stat.std:.{digits}f}" if stat.std is not None else "")
 
 
 def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tuple[str, Path] | None:
     if all(group.labels["method"] == DENSE for group in groups):
         return None  # nothing varies with sparsity
     panels = []
-    for column in dict.fromkeys(c for g in groups for c in g.stats if not c.startswith("F_bias")):
+    attacked = {f"{a} {c}" for g in groups for r in g.runs for a in r.attacks for c in ATTACK_COLUMNS}
+    for column in dict.fromkeys(c for g in groups for c in g.stats
+                                if not c.startswith("F_bias") and c not in attacked):
         split = column.removeprefix("ID ").removeprefix("gap ")
         scheme = section.scheme(split)
         metric = scheme.metric.replace("_", " ") if scheme else "primary metric"

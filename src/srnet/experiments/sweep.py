@@ -34,7 +34,8 @@ _REF = re.compile(r"^@([A-Za-z_][A-Za-z0-9_]*)(/.*)?$")
 class StageSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    kind: str = Field(description="stage kind: train, evaluate, bias_fit, predict, difficulty")
+    kind: str = Field(description="stage kind: train, evaluate, bias_fit, predict, difficulty, ticket, "
+                      "random_like, attack")
     set: dict[str, Any] = Field(default_factory=dict, description="dotted recipe keys over the base")
     with_: dict[str, Any] = Field(default_factory=dict, alias="with", description="the kind's parameters")
 

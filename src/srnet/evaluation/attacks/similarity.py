@@ -24,7 +24,7 @@ class SentenceEncoder:
         self.max_length, self.batch_size = max_length, batch_size
         self._cache: dict[str, torch.Tensor] = {}
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def embed(self, texts: Sequence[str]) -> torch.Tensor:
         """Unit-norm sentence embeddings [len(texts), hidden]."""
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]

@@ -59,7 +59,7 @@ class Victim:
             cache.clear()
         return out
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def _run(self, pairs: list[Pair]) -> np.ndarray:
         firsts = [a for a, _ in pairs]
         seconds = [b for _, b in pairs]
