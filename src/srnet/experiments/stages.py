@@ -27,7 +27,6 @@ Adding a kind is one class and its ``@register_stage("kind")`` line.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.experiments.rundir import RunDir
+from srnet.registry import Registry
 
 
 class NoParams(BaseModel):
@@ -63,27 +63,14 @@ class Stage(ABC):
         """Compute this stage into ``folder`` (continuing an interrupted attempt where it can)."""
 
 
-STAGES: dict[str, type[Stage]] = {}
-
-
-def register_stage(kind: str) -> Callable[[type[Stage]], type[Stage]]:
-    """Class decorator: make a stage kind available to sweeps under ``kind``."""
-
-    def add(cls: type[Stage]) -> type[Stage]:
-        if kind in STAGES:
-            raise ValueError(f"stage kind '{kind}' is already registered")
-        cls.kind = kind
-        STAGES[kind] = cls
-        return cls
-
-    return add
+STAGES: Registry[type[Stage]] = Registry("stage kind", attribute="kind")
+register_stage = STAGES.register
+"""Class decorator: make a stage kind available to sweeps under a unique name."""
 
 
 def get_stage(kind: str) -> Stage:
     """An instance of the stage registered as ``kind``."""
-    if kind not in STAGES:
-        raise SrnetError(f"unknown stage kind '{kind}' (known: {sorted(STAGES)})")
-    return STAGES[kind]()
+    return STAGES.get(kind)()
 
 
 @register_stage("train")

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from srnet.errors import SrnetError
 from srnet.evaluation.attacks.text import Words
 from srnet.evaluation.attacks.victim import Pair, Victim
+from srnet.registry import Registry
 
 Result = Literal["successful", "failed", "skipped"]
 
@@ -134,42 +133,15 @@ class Attack(ABC):
         return outcome
 
 
-A = TypeVar("A", bound=type[Attack])
-_REGISTRY: dict[str, type[Attack]] = {}
-
-
-def register_attack(name: str) -> Callable[[A], A]:
-    """Class decorator that registers an :class:`Attack` under ``name``."""
-
-    def register(cls: A) -> A:
-        if name in _REGISTRY:
-            raise ValueError(f"attack '{name}' is already registered")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return register
-
-
-def available_attacks() -> list[str]:
-    """The registered attack names, sorted."""
-    return sorted(_REGISTRY)
-
-
-def get_attack(name: str) -> type[Attack]:
-    """The attack class registered under ``name``."""
-    if name not in _REGISTRY:
-        raise SrnetError(f"unknown attack '{name}'; known: {available_attacks()}")
-    return _REGISTRY[name]
+ATTACKS: Registry[type[Attack]] = Registry("attack")
+register_attack = ATTACKS.register
+"""Class decorator that registers an :class:`Attack` under a unique name."""
+available_attacks = ATTACKS.names
+get_attack = ATTACKS.get
 
 
 def build_attack(name: str, params: dict[str, Any] | None = None, **resources: Any) -> Attack:
     """Instantiate attack ``name`` with validated ``params`` (and resources such as a synonym table)."""
-    cls = get_attack(name)
-    try:
-        parsed = cls.params_model.model_validate(params or {})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise SrnetError(f"attack '{name}': {where}: {first['msg']}") from None
+    cls = ATTACKS.get(name)
+    parsed = ATTACKS.params(name, params)
     return cls(parsed, **resources) if resources else cls(parsed)
