@@ -262,11 +262,12 @@ class Group:
 
     @property
     def name(self) -> str:
-        """``method/loss`` plus the paradigm and extra tags when set (not the sparsity)."""
+        """``method/loss`` plus the paradigm and extra tags when set (not the sparsity; paradigm
+        ``dense`` of a dense run is not repeated)."""
         parts = [self.labels["method"], self.labels["loss"]]
         parts += [f"{k}={v}" for k, v in self.labels.items() if k not in LABELS]
-        paradigm = self.labels.get("paradigm", "-")
-        return "/".join(parts) + (f" ({paradigm})" if paradigm != "-" else "")
+        paradigm = self.labels.get("paradigm", "-")  # not repeated when it says dense again
+        return "/".join(parts) + (f" ({paradigm})" if paradigm not in ("-", self.labels["method"]) else "")
 
 
 def group_runs(section: Section, rule: str | None = None) -> list[Group]:

@@ -111,7 +111,7 @@ def finished_demo(out: Path, jobs: list) -> DemoResult | None:
 def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoResult:
     """Write the demo's report (``srnet report``'s machinery) and its summary: dense CE vs the
     subnetworks, one row per configuration (mean over runs), with the collapse rule named."""
-    from srnet.experiments.aggregate import find_runs, group_runs, load_run, sections
+    from srnet.experiments.aggregate import find_runs, group_runs, load_run, other_rule, sections
     from srnet.experiments.study_report import RULE_TEXT, write_report
     from srnet.report import format_table
 
@@ -120,18 +120,23 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
     found = sections(load_run(p) for p in find_runs([out]) if out / "report" not in p.parents)
     lines = []
     for section in found:
+        merging = section.merging_splits()
+        rule, other = section.rule, other_rule(section.rule)
         rows = []
+        alt = {tuple(sorted(g.labels.items())): g.stats for g in group_runs(section, other)}
         for group in group_runs(section):
             measured = [(r.metrics.get("sparsity") or {}).get("overall") or 0.0 for r in group.runs]
             row = {"model": group.name, "sparsity": f"{sum(measured) / len(measured):.1%}"}
             row |= {c: f"{s.mean:.4f}" for c, s in group.stats.items() if not c.startswith("F_bias")}
+            mine = alt[tuple(sorted(group.labels.items()))]
+            row |= {f"{c} [{other}]": f"{mine[c].mean:.4f}" for c in mine
+                    if any(c in (s, f"gap {s}") for s in merging)}  # the other collapse rule
             rows.append(row)
         columns = list(dict.fromkeys(c for row in rows for c in row))
         lines += [f"{section.title}", format_table(rows, columns)]
-        merging = section.merging_splits()
-        if merging:
-            lines += [f"{', '.join(merging)} scored with collapse rule '{section.rule}': "
-                      f"{RULE_TEXT[section.rule]}"]
+        for name in (rule, other) if merging else ():
+            lines += [f"{', '.join(merging)}{' [' + name + ']' if name == other else ''}: collapse rule "
+                      f"'{name}': {RULE_TEXT[name]}"]
         lines += [""]
     lines += [f"report: {report.path} ({len(report.figures)} figures)"]
     text = "\n".join(lines)
