@@ -49,7 +49,7 @@ def test_demo_shows_dense_vs_subnetworks_reruns_resumes_and_overwrites(
     demo = tmp_path / "demo"
     assert f"report: {demo / 'report' / 'report.md'}" in out
     report = (demo / "report" / "report.md").read_text()
-    assert "mask_train/poe (a)" in report and "dense/ce (dense)" in report
+    assert "- mask_train/poe (a): ../prune/" in report and "- dense/ce: ../ft/" in report
     figures = sorted(p.name for p in (demo / "report").glob("*.png"))
     assert "s1_vs_sparsity.png" in figures and len(figures) >= 3
     prunes = [json.loads(p.read_text()) for p in demo.glob("prune/*/metrics.json")]
