@@ -6,6 +6,8 @@ interleaved rounds after a warm-up, the optimizer steps of:
 - dense: AdamW on all weights;
 - mask_train: the ``mask_train`` method at 50% (scores + STE, weights frozen);
 - imp: the ``imp`` method at 50% (weights trained under a fixed mask parametrization);
+- mask_train_plain / imp_plain (``--plain``): the same without the fused mask step, through
+  ``parametrize``'s per-matrix path (the step before issue 11);
 
 and prints ms/step (median over rounds) and the ratio to dense, plus the cost of one exact
 re-rank of all masks.  Run: ``python benchmarks/bench_mask_step.py [--steps N --rounds R]``.
@@ -20,14 +22,17 @@ import time
 import torch
 
 from srnet.console import quiet_libraries
+from srnet.losses import build_loss
 from srnet.models import load_classifier
-from srnet.pruning import PruningConfig, PruningMethod, build_method
+from srnet.pruning import PruningConfig, build_method
+from srnet.training.objectives import build_objective, train_step
 
 LR = 2e-5
 
 
 class Variant:
-    """One model + optimizer running the steps of ``kind`` (dense, mask_train or imp)."""
+    """One model + optimizer running the steps of ``kind`` (dense, mask_train, imp; ``_plain``:
+    without the fused mask step)."""
 
     def __init__(
         self, kind: str, batch: dict, total_steps: int, rerank_every: int, device: torch.device,
@@ -36,32 +41,27 @@ class Variant:
         self.model = load_classifier(model, ("entailment", "neutral", "contradiction")).to(device)
         self.model.train()
         self.batch = batch
-        self.method: PruningMethod | None = None
-        if kind == "dense":
-            groups = [{"params": list(self.model.parameters()), "lr": LR}]
-        else:
-            cfg = PruningConfig(
-                method=kind,
-                sparsity=0.5,
-                rerank_every=rerank_every,
-                imp={"prune_fraction": 0.5, "every": 1 / total_steps},  # 50% at step 1
-            )
-            self.method = build_method(cfg, seed=0)
-            self.method.prepare(self.model, total_steps)
-            groups = self.method.param_groups(self.model, LR)
-        self.optimizer = torch.optim.AdamW(groups, lr=LR)
+        cfg = PruningConfig(
+            method=kind.removesuffix("_plain"),
+            sparsity=0.0 if kind == "dense" else 0.5,
+            rerank_every=rerank_every,
+            imp={"prune_fraction": 0.5, "every": 1 / total_steps},  # 50% at step 1
+        )
+        self.method = build_method(cfg, seed=0)
+        self.method.prepare(self.model, total_steps)
+        if kind.endswith("_plain") and self.method.fused is not None:
+            self.method.fused.remove()
+        self.optimizer = torch.optim.AdamW(self.method.param_groups(self.model, LR), lr=LR)
+        self.objective, self.loss = build_objective("standard"), build_loss("ce")
         self.steps_done = 0
 
     def step(self) -> None:
-        loss = self.model(**self.batch).loss
-        if self.method is not None and (penalty := self.method.penalty()) is not None:
-            loss = loss + penalty
-        loss.backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        """The trainer's step (srnet.training.objectives.train_step), then the method's on_step."""
+        train_step(
+            self.model, self.batch, self.objective, self.loss, self.optimizer, penalty=self.method.penalty
+        )
         self.steps_done += 1
-        if self.method is not None:
-            self.method.on_step(self.steps_done)
+        self.method.on_step(self.steps_done)
 
 
 def main() -> None:
@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--rerank-every", type=int, default=10, help="mask_train re-rank cadence")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu", help="e.g. cuda (default: cpu)")
+    parser.add_argument("--plain", action="store_true", help="also time the unfused (parametrize) step")
     parser.add_argument("--model", default="default", help="backbone: 'default', a hub id or a path")
     args = parser.parse_args()
 
@@ -86,7 +87,7 @@ def main() -> None:
         "labels": torch.randint(0, 3, (32,), device=device),
     }
     total = args.warmup + args.steps * args.rounds
-    kinds = ["dense", "mask_train", "imp"]
+    kinds = ["dense", "mask_train", "imp"] + (["mask_train_plain", "imp_plain"] if args.plain else [])
     variants = {k: Variant(k, batch, total, args.rerank_every, device, args.model) for k in kinds}
     for k in kinds:
         for _ in range(args.warmup):
@@ -103,7 +104,6 @@ def main() -> None:
             times[k].append((time.perf_counter() - start) / args.steps * 1000)
 
     method = variants["mask_train"].method
-    assert method is not None
     start = time.perf_counter()
     method.freeze()
     sync()
@@ -112,11 +112,11 @@ def main() -> None:
     dense = statistics.median(times["dense"])
     where = f"{args.threads} threads" if device.type == "cpu" else str(device)
     print(f"batch 32 x 64, {where}, {args.rounds} rounds x {args.steps} steps")
-    print(f"{'variant':<12}{'ms/step':>10}{'x dense':>10}   per-round ms")
+    print(f"{'variant':<18}{'ms/step':>10}{'x dense':>10}   per-round ms")
     for k in kinds:
         ms = statistics.median(times[k])
         rounds = " ".join(f"{t:.0f}" for t in times[k])
-        print(f"{k:<12}{ms:>10.1f}{ms / dense:>10.3f}   {rounds}")
+        print(f"{k:<18}{ms:>10.1f}{ms / dense:>10.3f}   {rounds}")
     report = method.sparsity_report()
     print(
         f"mask_train re-rank every {args.rerank_every} steps; one exact re-rank of "

@@ -22,7 +22,10 @@ def test_defaults_and_overrides(tmp_path):
     assert recipe.training.epochs == 2
     assert recipe.model.max_length == 64
     assert recipe.loss.name == "poe"
-    assert recipe.pruning is None
+    assert recipe.pruning.method == "dense" and recipe.objective.name == "standard"
+    plain = load_recipe(write(tmp_path, "name: x\n"))
+    legacy = load_recipe(write(tmp_path, "name: x\npruning: null\n"))  # old recipes and run dirs
+    assert legacy.pruning == plain.pruning and legacy.fingerprint() == plain.fingerprint()
 
 
 def test_override_creates_nested_section():

@@ -1,4 +1,8 @@
-"""One matrix: every pruning method x every loss through the same end-to-end checks.
+"""One matrix: every pruning method x every loss x objective through the same end-to-end checks.
+
+The objective axis: every cell runs ``standard``; ``freelb`` (2 ascent steps) runs on a
+diagonal of five cells (each learned-mask or trained-weight family, each loss once), which keeps
+the matrix fast.
 
 Each cell runs a whole recipe (``srnet.api.run``) on a tiny random BERT and the synthetic
 task, then checks: the target sparsity is reached exactly in every matrix; the mask file
@@ -27,6 +31,11 @@ from srnet.tasks import generate_synthetic
 METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]
 LOSSES = ["ce", "poe", "reweight", "conf_reg", "rmc"]
 SPARSITY = 0.5
+CELLS = (
+    [(m, loss, "standard") for m in METHODS for loss in LOSSES]
+    + [(m, loss, "freelb") for m, loss in
+       [("mask_train", "poe"), ("l0", "ce"), ("imp", "conf_reg"), ("omp", "rmc"), ("fixed", "reweight")]]
+)
 LABELS = ["entailment", "neutral", "contradiction"]
 
 
@@ -68,7 +77,8 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
     return path
 
 
-def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask) -> dict:
+def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask,
+           objective: str = "standard") -> dict:
     pruning = {"method": method, "sparsity": SPARSITY, "rerank_every": 3}
     if method == "fixed":
         pruning["mask_file"] = str(fixed_mask)
@@ -84,12 +94,12 @@ def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask)
                      "log_every": 5, "warmup_ratio": 0.0},
         "loss": loss_cfg,
         "pruning": pruning,
+        "objective": {"name": objective, "params": {"steps": 2} if objective == "freelb" else {}},
     }
 
 
-@pytest.mark.parametrize("loss", LOSSES)
-@pytest.mark.parametrize("method", METHODS)
-def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+@pytest.mark.parametrize(("method", "loss", "objective"), CELLS)
+def test_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
                             monkeypatch):
     dev = generate_synthetic("dev", 24, seed=0)
     masked_logits = {}
@@ -101,8 +111,9 @@ def test_method_loss_matrix(method, loss, tmp_path, tiny_model_dir, extras_dir, 
         check(masked, baked, tokenizer, probe, max_length)
 
     monkeypatch.setattr(run_module, "check_baked_model", capture_masked_model)
-    result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, extras_dir, fixed_mask_file))
+    result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, extras_dir, fixed_mask_file, objective))
     run = result.run_dir
+    assert (run / "config.yaml").read_text().count(f"name: {objective}") == 1
 
     # 1. exact sparsity in every masked matrix, counted from the mask file and from metrics
     masks, meta = load_masks(run / "masks.safetensors")

@@ -12,6 +12,7 @@ from safetensors.torch import save_file
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
 from srnet.errors import SrnetError
+from srnet.losses import build_loss
 from srnet.models import find_prunable
 from srnet.pruning import (
     FixedMaskMethod,
@@ -23,10 +24,12 @@ from srnet.pruning import (
 )
 from srnet.sparsity import original_weight
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
+from srnet.training.objectives import build_objective, train_step
 
 VOCAB = 50
 STEPS = 6
-METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]
+METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]  # the ones that mask
+STANDARD, CE = build_objective("standard"), build_loss("ce")
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -73,18 +76,12 @@ def make_method(name: str, seed: int = 0, **overrides) -> PruningMethod:
 
 
 def train(model, method: PruningMethod, steps: int = STEPS, lr: float = 1e-3) -> list[bool]:
-    """The training-loop protocol; returns what on_step answered at each step."""
+    """The training-loop protocol (the trainer's train_step); returns what on_step answered."""
     model.train()
     optimizer = torch.optim.AdamW(method.param_groups(model, lr))
     rewound = []
     for step in range(1, steps + 1):
-        loss = model(**make_batch(step)).loss
-        penalty = method.penalty()
-        if penalty is not None:
-            loss = loss + penalty
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
+        train_step(model, make_batch(step), STANDARD, CE, optimizer, penalty=method.penalty)
         rewound.append(method.on_step(step))
         if rewound[-1]:
             optimizer = torch.optim.AdamW(method.param_groups(model, lr))
@@ -117,7 +114,16 @@ def masked_copy(model, masks: dict[str, torch.Tensor], model_type: str = "bert")
 
 
 def test_registry_lists_every_method():
-    assert available_methods() == sorted(METHODS)
+    assert available_methods() == sorted([*METHODS, "dense"])
+
+
+def test_dense_masks_nothing_and_trains_every_weight():
+    model, method = run("dense")
+    assert method.masks() == {} and method.sparsity_report()["overall"] == 0.0
+    assert all(p.requires_grad for p in model.parameters())
+    assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["weights"]
+    assert tiny_model().state_dict().keys() == model.state_dict().keys()  # no parametrization
+    assert not torch.equal(tiny_model().classifier.weight, model.classifier.weight)  # it trained
     with pytest.raises(SrnetError, match=r"unknown pruning method 'snip'; known: .*omp"):
         get_method("snip")
     with pytest.raises(ValidationError, match="unknown method 'snip'"):
@@ -416,10 +422,7 @@ def train_from(model, method: PruningMethod, step: int) -> None:
     """One more step with a fresh optimizer (its state is not part of this test)."""
     optimizer = torch.optim.AdamW(method.param_groups(model, 1e-3))
     model.train()
-    loss = model(**make_batch(step)).loss
-    penalty = method.penalty()
-    (loss if penalty is None else loss + penalty).backward()
-    optimizer.step()
+    train_step(model, make_batch(step), STANDARD, CE, optimizer, penalty=method.penalty)
     method.on_step(step)
     method.freeze()
 
@@ -434,3 +437,26 @@ def test_other_families(model_type, name):
     plain = masked_copy(model, masks, model_type)
     batch = make_batch(5)
     assert torch.equal(model(**batch).logits, plain(**batch).logits)
+
+
+@pytest.mark.parametrize("name", ["mask_train", "imp", "omp"])
+def test_fused_mask_step_is_bit_identical_to_the_parametrized_path(name):
+    """The fused training forward (one straight-through op for all matrices) changes nothing:
+    the same masks, weights, scores and optimizer state as the per-matrix parametrize path."""
+    fused_model, fused = tiny_model(), make_method(name)
+    fused.prepare(fused_model, STEPS)
+    plain_model, plain = tiny_model(), make_method(name)
+    plain.prepare(plain_model, STEPS)
+    assert fused.fused is not None and plain.fused is not None
+    plain.fused.remove()
+    calls = []
+    fused_model.register_forward_pre_hook(lambda *a: calls.append(bool(torch.nn.utils.parametrize._cache)))
+    torch.manual_seed(3)
+    train(fused_model, fused)
+    torch.manual_seed(3)
+    train(plain_model, plain)
+    assert calls and all(calls)  # the fused path served the weights of every training forward
+    a, b = fused_model.state_dict(), plain_model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert all(torch.equal(x, y) for x, y in zip(fused.masks().values(), plain.masks().values(), strict=True))
+    assert not torch.nn.utils.parametrize._cache  # the cache is closed after each forward

@@ -20,7 +20,7 @@ from srnet.tasks import (
 
 
 def test_registry_lists_every_task_and_rejects_unknown_names():
-    assert task_names() == ["factver", "nli", "paraphrase", "sentiment", "synthetic_nli"]
+    assert task_names() == ["factver", "nli", "paraphrase", "sentiment", "synthetic_nli", "text"]
     with pytest.raises(SrnetError, match=r"unknown task 'qa'; known tasks: \['factver', 'nli', "):
         get_task("qa")
 
@@ -33,6 +33,7 @@ def test_registry_lists_every_task_and_rejects_unknown_names():
         ("factver", ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO"), "accuracy", ["fever_symmetric"], True),
         ("sentiment", ("negative", "positive"), "accuracy", [], False),
         ("synthetic_nli", ("entailment", "neutral", "contradiction"), "accuracy", ["hans"], True),
+        ("text", (), "mlm_dev_loss", [], False),
     ],
 )
 def test_task_definitions(name, labels, metric, challenges, pair):

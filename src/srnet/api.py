@@ -171,6 +171,49 @@ def evaluate(
     return run_recipe(_model_checked(recipe_from_dict(base)), overwrite=overwrite)
 
 
+def transfer(
+    mask: str | Path,
+    tasks: list[str | Path | Recipe | dict],
+    overrides: list[str] | None = None,
+    *,
+    out_dir: str | Path = "runs/transfer",
+    overwrite: bool = False,
+):
+    """Fine-tune one mask (file or run directory) on each task recipe with the mask fixed; write
+    ``out_dir/transfer.json`` (each task's scores beside the mask's pre-training dev losses)."""
+    from srnet.experiments.transfer import transfer as run_transfer
+
+    recipes = [_model_checked(as_recipe(task, overrides)) for task in tasks]
+    return run_transfer(mask, recipes, out_dir=out_dir, overwrite=overwrite)
+
+
+def attack(
+    model: str,
+    recipe: str | Path | Recipe | dict | None = None,
+    overrides: list[str] | None = None,
+    *,
+    attack: str,
+    n: int | None = None,
+    seed: int = 0,
+    split: str = "dev",
+    out: str | Path | None = None,
+    params: dict[str, Any] | None = None,
+    resources: dict[str, Any] | None = None,
+):
+    """Attack a run (or a model with a recipe) on one split; write ``<out>/<attack>.json`` + ``.jsonl``.
+
+    Returns an :class:`srnet.experiments.attack.AttackReport`; see that module for the files.
+    """
+    from srnet.experiments.attack import attack_run
+
+    run_config = RunDir(Path(model)).config
+    if recipe is None and run_config.is_file():
+        recipe = run_config
+    resolved = as_recipe(recipe, overrides) if recipe is not None else None
+    return attack_run(model, resolved, attack, n=n, seed=seed, split=split, out=out, params=params,
+                      resources=resources)
+
+
 def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[str, torch.Tensor]:
     """One-shot prune ``model`` in place with a pruning config (omp, random, fixed); return the masks.
 

@@ -84,6 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl)")
     p.set_defaults(func=cmd_predict)
 
+    p = sub.add_parser("attack", help="attack a run's or model's predictions (charswap, wordswap)")
+    p.add_argument("model", help="srnet run directory, or a model with --recipe and --out")
+    p.add_argument("--recipe", help="recipe naming the task and data (default: the run's config.yaml)")
+    p.add_argument("--attack", required=True, help="attack name: charswap, wordswap")
+    p.add_argument("--n", type=int, help="examples to attack, drawn with --seed (default: the whole split)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--split", default="dev", help="dev, or the name of an eval/challenge split")
+    p.add_argument("--out", help="results folder (default RUN/attack)")
+    p.add_argument("--param", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                   help="attack setting, e.g. --param max_fraction=0.2 (repeatable)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_attack)
+
     p = sub.add_parser("demo", help="the main job: dense CE vs PoE subnetworks (50%%, 70%%) and a report")
     p.add_argument("--data-dir", help="use the real MNLI sample and HANS from this folder")
     p.add_argument("--output-dir", default="runs")
@@ -98,6 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("transfer", help="fine-tune one mask (e.g. from TAMT) on several tasks, mask fixed")
+    p.add_argument("mask", help="masks.safetensors file or the run directory that holds it")
+    p.add_argument("--tasks", nargs="+", required=True, metavar="RECIPE",
+                   help="task recipes (YAML), each fine-tuned on the masked pre-trained backbone")
+    p.add_argument("--output-dir", default="runs/transfer", help="folder of the task runs and transfer.json")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override applied to every task recipe")
+    p.add_argument("--overwrite", action="store_true", help="replace existing task runs")
+    p.set_defaults(func=cmd_transfer)
 
     p = sub.add_parser("report", help="report.md + figures: runs averaged over seeds, against sparsity")
     p.add_argument("runs", nargs="+", metavar="PATH",
@@ -130,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("a")
     p.add_argument("b")
     p.set_defaults(func=cmd_masks_compare)
+    p = masks.add_parser("draw", help="draw a ticket: the globally top-(1-s) learned scores (l0, mask_train)")
+    p.add_argument("source", help="run directory or mask_scores.safetensors")
+    p.add_argument("--sparsity", type=float, required=True, help="fraction of zeros over all masked weights")
+    p.add_argument("--out", required=True, help="masks.safetensors to write (for method 'fixed')")
+    p.set_defaults(func=cmd_masks_draw)
+    p = masks.add_parser("random-like", help="a random mask with another mask's per-matrix sparsity")
+    p.add_argument("masks", help="masks.safetensors file or run directory")
+    p.add_argument("--out", required=True, help="masks.safetensors file to write")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_masks_random_like)
     return parser
 
 
@@ -227,6 +260,28 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_attack(args) -> int:
+    import yaml
+
+    from srnet import api
+    from srnet.report import format_table
+
+    params = {}
+    for item in args.params:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SrnetError(f"--param {item!r}: expected KEY=VALUE")
+        params[key] = yaml.safe_load(value)
+    report = api.attack(args.model, args.recipe, args.overrides, attack=args.attack, n=args.n, seed=args.seed,
+                        split=args.split, out=args.out, params=params)
+    s = report.summary
+    row = {k: s[k] for k in ("total", "skipped", "successful", "failed", "clean", "aua", "success_rate",
+                             "avg_queries")}
+    print(format_table([row], list(row)))
+    print(f"\nwrote {report.summary_path} and {report.examples_path}")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from srnet import api
 
@@ -279,6 +334,22 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_transfer(args) -> int:
+    from srnet import api
+
+    result = api.transfer(args.mask, args.tasks, args.overrides, out_dir=args.output_dir,
+                          overwrite=args.overwrite)
+    summary = result.summary
+    pre = summary["pretraining"] or {}
+    losses = ", ".join(f"{k} {v:.4f}" for k, v in pre.items()) or "no pre-training losses recorded"
+    print(f"mask {summary['mask']} ({summary['method']}, sparsity {summary['sparsity']:.3f}): {losses}")
+    for name, row in summary["tasks"].items():
+        scores = ", ".join(f"{k} {v:.4f}" for k, v in row.items() if isinstance(v, float))
+        print(f"  {name}: {scores}")
+    print(f"summary: {result.out_dir / 'transfer.json'}")
+    return 0
+
+
 def cmd_masks_show(args) -> int:
     from srnet.evaluation.mask_analysis import sparsity_table
     from srnet.report import format_table, plot_sparsity_heatmap
@@ -306,10 +377,33 @@ def cmd_masks_compare(args) -> int:
     return 0
 
 
+def cmd_masks_draw(args) -> int:
+    from srnet.sparsity.tickets import write_ticket
+
+    meta = write_ticket(args.source, args.sparsity, args.out)
+    print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
+    return 0
+
+
+def cmd_masks_random_like(args) -> int:
+    from srnet.sparsity.tickets import write_random_like
+
+    meta = write_random_like(args.masks, args.out, args.seed)
+    print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
+    return 0
+
+
 def _print_summary(result) -> None:
     from srnet.report import summary_table
 
-    print(summary_table(result.metrics))
+    metrics = result.metrics
+    if "pretraining" in metrics:  # a text (TAMT) run: dev-block losses, no splits
+        losses = ", ".join(f"{k} {v:.4f}" for k, v in metrics["pretraining"].items())
+        sparsity = metrics.get("sparsity", {}).get("overall")
+        print(f"{metrics['method']} + {metrics['objective']}: {losses}"
+              + (f" at sparsity {sparsity:.3f}" if sparsity is not None else ""))
+    else:
+        print(summary_table(metrics))
     print(f"\nrun directory: {result.run_dir}")
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
-from srnet.pruning.config import PruningConfig
+from srnet.pruning.config import DENSE, PruningConfig
 from srnet.tasks.spec import DataSpec
 
 
@@ -46,6 +46,10 @@ class DataConfig(_Strict):
     ood_label_map: dict[str, str] = Field(
         default_factory=lambda: {"non-entailment": "contradiction"},
         description="OOD label -> task label for ood_train (HANS is 2-way, NLI 3-way)",
+    )
+    dev_fraction: float = Field(
+        0.05, gt=0, lt=1,
+        description="text task without data.dev: fraction of the packed training blocks held out as dev",
     )
     base_dir: str | None = Field(
         None, description="folder relative data paths are read from (default: $SRNET_DATA_DIR or cwd)"
@@ -94,6 +98,26 @@ class LossConfig(_Strict):
     difficulty: str | None = Field(None, description="RMC difficulty file for the training split")
 
 
+class ObjectiveConfig(_Strict):
+    name: str = Field(
+        "standard",
+        description="training objective registry name: standard, freelb (labelled tasks); mlm, "
+        "distill, mlm+distill (task text)",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="objective parameters, e.g. freelb {steps: 3, step_size: 0.03}"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ObjectiveConfig:
+        from srnet.training.objectives import build_objective
+
+        try:
+            build_objective(self.name, self.params)
+        except SrnetError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
 class EvaluationConfig(_Strict):
     collapse: Literal["sum", "argmax"] = Field(
         "sum",
@@ -113,7 +137,11 @@ class Recipe(_Strict):
     data: DataConfig = Field(default_factory=DataConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
-    pruning: PruningConfig | None = Field(None, description="subnetwork search (null = dense)")
+    objective: ObjectiveConfig = Field(default_factory=ObjectiveConfig, description="training objective")
+    pruning: PruningConfig = Field(
+        default_factory=lambda: PruningConfig(**DENSE),
+        description="subnetwork search (default: method dense; null is accepted for dense)",
+    )
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     bias: BiasConfig = Field(default_factory=BiasConfig, description="bias model for `srnet bias fit`")
     bias_dir: str | None = Field(
@@ -137,6 +165,11 @@ class Recipe(_Strict):
         if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise ValueError("a run name must be a plain folder name (not empty, '.', '..' or a path)")
         return name
+
+    @field_validator("pruning", mode="before")
+    @classmethod
+    def _null_is_dense(cls, value: Any) -> Any:
+        return dict(DENSE) if value is None else value
 
     def semantic_dict(self) -> dict[str, Any]:
         """The resolved recipe without the keys that cannot change a result (:data:`NON_SEMANTIC`)."""

@@ -208,6 +208,32 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     return model
 
 
+def load_masked_lm(name: str) -> tuple[nn.Module, bool]:
+    """Load ``name`` with a masked-language-model head; return ``(model, fresh_head)``.
+
+    A checkpoint without an MLM head (the bundled default is a sentence encoder) gets a fresh,
+    randomly initialised head on top of its pre-trained encoder; ``fresh_head`` says so, and
+    the output embeddings stay tied to the word embeddings as ``transformers`` ties them.
+    """
+    from transformers import AutoModelForMaskedLM
+
+    offline = check_model_source(name)
+    try:
+        with quiet_transformers():
+            model, info = AutoModelForMaskedLM.from_pretrained(
+                resolve_model_name(name), local_files_only=offline, output_loading_info=True
+            )
+    except (OSError, ValueError) as exc:
+        raise SrnetError(_unreachable(name, exc)) from exc
+    prefix = f"{model.base_model_prefix}."
+    missing = {str(k) for k in info.get("missing_keys", ())}
+    head = {k for k in missing if not k.startswith(prefix)}
+    if missing - head:
+        log.warning("%s: %d encoder weights were not in the checkpoint and start random: %s",
+                    name, len(missing - head), ", ".join(sorted(missing - head)[:3]))
+    return model, bool(head)
+
+
 def _log_loading(name: str, model: nn.Module, info: dict) -> None:
     """One line for a fresh head; one warning for other weights that were not in the checkpoint."""
     fresh = {str(k[0] if isinstance(k, tuple) else k) for k in

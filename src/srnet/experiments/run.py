@@ -36,11 +36,15 @@ from srnet.pruning import build_method
 from srnet.pruning.base import OneShotMethod
 from srnet.report import plot_sparsity_heatmap
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
+from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
 from srnet.tasks import Task, get_task
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
+from srnet.tasks.text import TASK as TEXT_TASK
 from srnet.training.data import EncodedDataset
-from srnet.training.loop import Trainer
+from srnet.training.loop import Trainer, is_main_process
+from srnet.training.objectives import build_objective
+from srnet.training.pretraining import Pretraining
 
 
 @dataclass
@@ -73,16 +77,32 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     target = RunDir(Path(recipe.output_dir) / recipe.name)
     task = get_task(recipe.task)
     check_runnable(recipe, target, resume=resume, overwrite=overwrite)
-    data = load_run_data(recipe, task)
-    ready = preflight(recipe, task, data)
+    main = is_main_process()  # multi-process runs: only rank 0 writes the run directory
+    if task.name == TEXT_TASK.name:  # task-agnostic mask training on raw text
+        from srnet.experiments.tamt import execute_text, prepare_text
+
+        text = prepare_text(recipe)
+
+        def execute(run: RunDir, resume: bool) -> dict:
+            return execute_text(recipe, text, run, resume=resume)
+    else:
+        if isinstance(build_objective(recipe.objective.name, recipe.objective.params), Pretraining):
+            raise SrnetError(f"objective '{recipe.objective.name}' trains on raw text (task: text), "
+                             f"not on task {task.name}")
+        data = load_run_data(recipe, task)
+        ready = preflight(recipe, task, data)
+
+        def execute(run: RunDir, resume: bool) -> dict:
+            return _execute(recipe, task, data, ready, run, resume=resume, main=main)
     run = target.staging() if overwrite else target
-    if overwrite:
-        shutil.rmtree(run.root, ignore_errors=True)
-    run.root.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run.config, dump_recipe(recipe))
-    atomic_write_json(run.environment, environment())
-    metrics = _execute(recipe, task, data, ready, run, resume=resume and not overwrite)
-    if overwrite:
+    if main:
+        if overwrite:
+            shutil.rmtree(run.root, ignore_errors=True)
+        run.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run.config, dump_recipe(recipe))
+        atomic_write_json(run.environment, environment())
+    metrics = execute(run, resume and not overwrite)
+    if overwrite and main:
         run.replace(target)
     return RunResult(target.root, metrics)
 
@@ -107,9 +127,11 @@ def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
 
 
 def _execute(
-    recipe: Recipe, task: Task, data: RunData, ready: Prepared, run: RunDir, *, resume: bool
+    recipe: Recipe, task: Task, data: RunData, ready: Prepared, run: RunDir, *, resume: bool,
+    main: bool = True,
 ) -> dict:
-    """Train (or only prune), evaluate and export into ``run``; return the metrics."""
+    """Train (or only prune), evaluate and export into ``run``; return the metrics (on a rank
+    other than 0 of a multi-process run: train only, and return no metrics)."""
     started = time.perf_counter()
     source, tokenizer, model, method = ready.source, ready.tokenizer, ready.model, ready.method
     masks = None
@@ -120,6 +142,7 @@ def _execute(
         trainer = Trainer(
             model, tokenizer, train_set, recipe.training, ready.loss, run,
             seed=recipe.seed, method=method, dev_metric=dev_metric,
+            objective=build_objective(recipe.objective.name, recipe.objective.params),
             mask_metadata=lambda m: _mask_metadata(recipe, source, model, m),
         )
         state = trainer.train(resume=resume)
@@ -128,6 +151,8 @@ def _execute(
         model = trainer.unwrapped
         if method is not None:
             method.freeze()
+        if not main:  # the other ranks trained in step with rank 0, which evaluates and writes
+            return {}
     else:
         model.to(default_device())
     if data.train is None and method is not None:
@@ -159,6 +184,9 @@ def _execute(
     metadata = _mask_metadata(recipe, source, model, masks) if masks else None
     if masks:
         save_masks(run.masks, masks, metadata)
+        scores = method.scores() if method is not None else None
+        if scores:
+            save_scores(run.root / SCORES_FILENAME, scores, metadata)
         if any(layer is not None for _, layer in map(classify_weight, masks)):
             plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(model, masks or {}, tokenizer, run.model, metadata=metadata, overwrite=True)

@@ -1,7 +1,7 @@
 """Pruning methods behind one interface, registered by name.
 
-Importing this package registers the built-in methods: ``omp``, ``random``, ``imp``,
-``mask_train``, ``l0`` and ``fixed``.
+Importing this package registers the built-in methods: ``dense`` (no masks), ``omp``,
+``random``, ``imp``, ``mask_train``, ``l0`` and ``fixed``.
 """
 
 from srnet.pruning.base import (
@@ -14,6 +14,7 @@ from srnet.pruning.base import (
     register_method,
 )
 from srnet.pruning.config import ImpConfig, L0Config, PruningConfig, ScheduleConfig
+from srnet.pruning.dense import Dense
 from srnet.pruning.fixed import FixedMaskMethod
 from srnet.pruning.imp import IterativeMagnitude
 from srnet.pruning.l0 import L0Gates
@@ -22,6 +23,7 @@ from srnet.pruning.mask_training import MaskTraining
 from srnet.pruning.random import RandomPruning
 
 __all__ = [
+    "Dense",
     "FixedMaskMethod",
     "ImpConfig",
     "IterativeMagnitude",

@@ -20,6 +20,7 @@ from srnet.models import PrunableWeight, find_prunable
 from srnet.pruning.config import PruningConfig
 from srnet.sparsity import FixedMask, Schedule, attach, original_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
+from srnet.sparsity.masks import FusedMaskForward
 
 M = TypeVar("M", bound="type[PruningMethod]")
 _REGISTRY: dict[str, type[PruningMethod]] = {}
@@ -67,6 +68,7 @@ class PruningMethod(ABC):
         self.total_steps = 0
         self.step = 0
         self._masks: list[FixedMask] = []
+        self.fused: FusedMaskForward | None = None
 
     @classmethod
     def from_config(cls, cfg: PruningConfig, seed: int = 0) -> PruningMethod:
@@ -82,6 +84,8 @@ class PruningMethod(ABC):
         self.total_steps = total_steps
         self.targets = self.select(model)
         self.setup(model)
+        if FusedMaskForward.fusable(self._masks):  # the fused training step (bit-identical)
+            self.fused = FusedMaskForward(model, [t.module for t in self.targets], self._masks)
 
     def select(self, model: nn.Module) -> list[PrunableWeight]:
         """The weights to mask (by default: ``cfg.roles`` filtered by ``cfg.pattern``)."""
@@ -134,6 +138,10 @@ class PruningMethod(ABC):
     def masks(self) -> dict[str, Tensor]:
         """The applied binary masks keyed by module name."""
         return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
+
+    def scores(self) -> dict[str, Tensor] | None:
+        """Learned per-weight scores a ticket can be drawn from (None for methods without any)."""
+        return None
 
     def sparsity_report(self) -> dict[str, Any]:
         """Overall and per-matrix sparsity of the applied masks, and the current target."""

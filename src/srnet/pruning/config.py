@@ -74,8 +74,13 @@ class L0Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     lambda_: float = Field(1.0, ge=0.0, description="Weight of the normalised L0 penalty.")
+    lambda_start: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="Fraction of steps with lambda = 0 before the ramp (Robust Tickets' code: 0.1).",
+    )
     lambda_warmup: float = Field(
-        0.0, ge=0.0, le=1.0, description="Fraction of steps over which lambda ramps up from 0."
+        0.0, ge=0.0, le=1.0,
+        description="Fraction of steps over which lambda then ramps linearly from 0 (Robust Tickets: 0.3).",
     )
     temperature: float = Field(2 / 3, gt=0.0, description="Concrete temperature beta.")
     gamma: float = Field(-0.1, lt=0.0, description="Lower stretch limit (< 0).")
@@ -85,6 +90,26 @@ class L0Config(BaseModel):
     )
     train_weights: bool = Field(False, description="Also train the masked weights.")
 
+    @model_validator(mode="after")
+    def _check_lambda_schedule(self) -> L0Config:
+        if self.lambda_start + self.lambda_warmup > 1.0:
+            raise ValueError(
+                f"l0.lambda_start {self.lambda_start} + l0.lambda_warmup {self.lambda_warmup} exceeds 1"
+            )
+        return self
+
+    def lambda_at(self, step: int, total_steps: int) -> float:
+        """The penalty weight at ``step``: 0 for the first ``lambda_start`` of the steps, then a
+        linear ramp to ``lambda_`` over the next ``lambda_warmup`` (no ramp when it is 0)."""
+        start, ramp = self.lambda_start * total_steps, self.lambda_warmup * total_steps
+        if step < start:
+            return 0.0
+        return self.lambda_ * (min(1.0, (step - start) / ramp) if ramp > 0 else 1.0)
+
+
+DENSE = {"method": "dense", "sparsity": 0.0}
+"""The ``pruning`` section of a dense run (what ``pruning: null`` means)."""
+
 
 class PruningConfig(BaseModel):
     """Which weights are pruned, how, and to what sparsity."""
@@ -92,7 +117,9 @@ class PruningConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     method: str = Field(
-        "mask_train", description="Registered method: omp, random, imp, mask_train, l0, fixed."
+        "mask_train",
+        description="Registered method: dense (no masks, sparsity ignored), omp, random, imp, "
+        "mask_train, l0, fixed.",
     )
     sparsity: float = Field(0.5, description="Target fraction of zeros in the masked weights.")
     schedule: ScheduleConfig = Field(

@@ -37,10 +37,12 @@ class L0Gates(LearnedMaskMethod):
             mask.set_mask(keep)
 
     def lambda_at(self, step: int) -> float:
-        """The penalty weight, ramped linearly from 0 over ``lambda_warmup`` of the steps."""
-        warmup = self.cfg.l0.lambda_warmup * self.total_steps
-        ramp = min(1.0, step / warmup) if warmup > 0 else 1.0
-        return self.cfg.l0.lambda_ * ramp
+        """The penalty weight at ``step`` (see :meth:`L0Config.lambda_at`)."""
+        return self.cfg.l0.lambda_at(step, self.total_steps)
+
+    def scores(self) -> dict[str, Tensor]:
+        """Each gate's keep probability P(gate != 0), keyed by module name."""
+        return {t.name: m.keep_probability().detach() for t, m in zip(self.targets, self._masks, strict=True)}
 
     def expected_density(self) -> Tensor:
         """The expected fraction of non-zero gates (differentiable in ``log_alpha``)."""

@@ -40,6 +40,10 @@ class MaskTraining(LearnedMaskMethod):
             for s, w in zip(self.initial_scores(), weights, strict=True)
         ]
 
+    def scores(self) -> dict[str, Tensor]:
+        """The learned mask scores, keyed by module name."""
+        return {t.name: m.scores.detach() for t, m in zip(self.targets, self._masks, strict=True)}
+
     def rerank(self, sparsity: float) -> None:
         scores = [m.scores for m in self._masks]
         for mask, (keep, threshold) in zip(

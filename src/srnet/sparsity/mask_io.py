@@ -198,23 +198,25 @@ def load_masks(
 def _check_against(
     model: nn.Module, masks: Mapping[str, torch.Tensor], metadata: MaskFileMetadata, path: Path
 ) -> None:
-    for name, mask in masks.items():
+    shapes = {}
+    for name in masks:
         try:
-            shape = weight_shape(masked_module(model, name))
+            shapes[name] = weight_shape(masked_module(model, name))
         except SrnetError as exc:
             raise SrnetError(f"{path}: {exc}") from exc
-        if shape != tuple(mask.shape):
-            raise SrnetError(
-                f"{path}: mask '{name}' has shape {tuple(mask.shape)} but the model's weight has "
-                f"shape {shape}"
-            )
-    found = model_fingerprint(model, masks)
+    found = model_fingerprint(model, masks)  # another backbone: name both before any shape
     if found != metadata.base_model_fingerprint:
         raise SrnetError(
             f"{path}: masks were made for '{metadata.base_model}' (fingerprint "
             f"{metadata.base_model_fingerprint}) but this is a {describe_model(model)} "
             f"(fingerprint {found})"
         )
+    for name, mask in masks.items():
+        if shapes[name] != tuple(mask.shape):
+            raise SrnetError(
+                f"{path}: mask '{name}' has shape {tuple(mask.shape)} but the model's weight has "
+                f"shape {shapes[name]}"
+            )
 
 
 def _as_bool(name: str, mask: torch.Tensor) -> torch.Tensor:

@@ -11,6 +11,12 @@ forward pass costs one multiplication.
   step, :meth:`ScoreMask.set_ranked` at a re-rank), never per forward.
 - :class:`HardConcreteMask`: L0 hard-concrete gates (Louizos et al. 2018); stochastic gates
   in training mode, the deterministic ``mask`` buffer in eval mode.
+
+The training hot path (:class:`FusedMaskForward`): in training mode, every fixed or score mask
+of a model is applied by one fused straight-through op per forward pass (``torch._foreach_mul``
+over all matrices, forward and backward), and the results are served from ``parametrize``'s
+cache, so the per-access parametrization machinery does not run per matrix.  The arithmetic is
+the same elementwise products, so masks, weights and gradients are bit-identical.
 """
 
 from __future__ import annotations
@@ -123,6 +129,73 @@ class HardConcreteMask(FixedMask):
         """P(gate != 0) for every entry; its sum is the expected L0 norm."""
         shift = self.temperature * math.log(-self.gamma / self.zeta)
         return torch.sigmoid(self.log_alpha - shift)
+
+
+class _FusedStraightThrough(torch.autograd.Function):
+    """``weights[i] * masks[i]`` for ``n`` matrices in one foreach op.  Gradients: ``grad * mask``
+    to a trained weight, ``grad * weight`` to its scores (straight-through), none to masks."""
+
+    @staticmethod
+    def forward(ctx, n: int, *tensors: Tensor) -> tuple[Tensor, ...]:
+        weights, masks = list(tensors[:n]), list(tensors[2 * n :])
+        ctx.n = n
+        ctx.save_for_backward(*weights, *masks)
+        return tuple(torch._foreach_mul(weights, masks))
+
+    @staticmethod
+    def backward(ctx, *grads: Tensor):
+        n, needs = ctx.n, ctx.needs_input_grad
+        saved = ctx.saved_tensors
+        weights, masks = list(saved[:n]), list(saved[n:])
+        to_weights = torch._foreach_mul(list(grads), masks) if any(needs[1 : n + 1]) else [None] * n
+        to_scores = torch._foreach_mul(list(grads), weights) if any(needs[n + 1 : 2 * n + 1]) else [None] * n
+        return (
+            None,
+            *(g if needs[1 + i] else None for i, g in enumerate(to_weights)),
+            *(g if needs[1 + n + i] else None for i, g in enumerate(to_scores)),
+            *([None] * n),
+        )
+
+
+class FusedMaskForward:
+    """Forward hooks on ``model``: in training mode, the masked weights of ``modules`` come from one
+    fused straight-through op per forward pass, served through ``parametrize``'s cache.
+
+    Only :class:`FixedMask` and :class:`ScoreMask` fuse (hard-concrete gates sample per forward).
+    Eval mode, and a model whose parametrizations were removed (a baked copy), use the plain path.
+    """
+
+    def __init__(self, model: nn.Module, modules: list[nn.Module], masks: list[FixedMask]) -> None:
+        self.modules, self.masks = modules, masks
+        self._open: list = []
+        self.handles = [
+            model.register_forward_pre_hook(self._enter),
+            model.register_forward_hook(self._exit, always_call=True),
+        ]
+
+    @staticmethod
+    def fusable(masks: list[FixedMask]) -> bool:
+        return bool(masks) and all(type(m) in (FixedMask, ScoreMask) for m in masks)
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def _enter(self, model: nn.Module, args) -> None:
+        if not model.training or not parametrize.is_parametrized(self.modules[0], "weight"):
+            return
+        context = parametrize.cached()
+        context.__enter__()
+        self._open.append(context)
+        weights = [module.parametrizations.weight.original for module in self.modules]
+        scores = [m.scores if isinstance(m, ScoreMask) else m.mask for m in self.masks]
+        masked = _FusedStraightThrough.apply(len(weights), *weights, *scores, *(m.mask for m in self.masks))
+        for module, value in zip(self.modules, masked, strict=True):
+            parametrize._cache[(id(module), "weight")] = value
+
+    def _exit(self, model: nn.Module, args, output) -> None:
+        if self._open:
+            self._open.pop().__exit__(None, None, None)
 
 
 def attach(module: nn.Module, mask: FixedMask) -> FixedMask:

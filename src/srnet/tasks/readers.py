@@ -47,6 +47,8 @@ FORMAT_COLUMNS: dict[str, ColumnMap] = {
 }
 """Default columns of the named formats; they override the task's defaults."""
 
+TEXT_COLUMN = "text"
+"""The one column of a plain-text file's rows."""
 _TSV_FORMATS = ("tsv", "glue_mnli", "glue_qqp", "paws")
 _JSONL_SUFFIXES = (".jsonl", ".json")
 
@@ -88,6 +90,8 @@ def open_split(spec: DataSpec, base_dir: str | Path | None = None) -> RawSplit:
         raise SrnetError(f"{path}: data file not found{_where_looked(spec.path or '', base_dir)}")
     if fmt in ("jsonl", "fever") or (fmt == "hans" and path.suffix.lower() in _JSONL_SUFFIXES):
         return read_jsonl(path)
+    if fmt in ("txt", "txt_paragraphs"):
+        return read_text(path, paragraphs=fmt == "txt_paragraphs")
     return read_delimited(path, "," if fmt == "csv" else "\t")
 
 
@@ -118,6 +122,28 @@ def _jsonl_rows(path: Path) -> Iterator[RawRow]:
         if not isinstance(record, dict):
             raise SrnetError(f"{path}:{line}: invalid JSON (expected an object per line)")
         yield RawRow(line, {k: _as_text(v) for k, v in record.items() if v is not None})
+
+
+def read_text(path: Path, paragraphs: bool = False) -> RawSplit:
+    """Plain text: one document per non-blank line, or (``paragraphs``) per run of non-blank
+    lines separated by blank lines.  Each row is ``{"text": document}`` at its first line."""
+    return RawSplit(str(path), (TEXT_COLUMN,), _text_rows(path, paragraphs))
+
+
+def _text_rows(path: Path, paragraphs: bool) -> Iterator[RawRow]:
+    start, lines = 0, []
+    for line, text in _lines(path):
+        text = text.rstrip("\r\n")
+        if text.strip():
+            start = start or line
+            lines.append(text)
+            if paragraphs:
+                continue
+        if lines:
+            yield RawRow(start, {TEXT_COLUMN: " ".join(lines) if paragraphs else lines[0]})
+            start, lines = 0, []
+    if lines:
+        yield RawRow(start, {TEXT_COLUMN: " ".join(lines)})
 
 
 def read_delimited(path: Path, delimiter: str) -> RawSplit:

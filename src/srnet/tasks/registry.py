@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from srnet.errors import SrnetError
-from srnet.tasks import factver, nli, paraphrase, sentiment, synthetic
+from srnet.tasks import factver, nli, paraphrase, sentiment, synthetic, text
 from srnet.tasks.spec import Task
 
 TASKS: dict[str, Task] = {
     task.name: task
-    for task in (nli.TASK, paraphrase.TASK, factver.TASK, sentiment.TASK, synthetic.TASK)
+    for task in (nli.TASK, paraphrase.TASK, factver.TASK, sentiment.TASK, synthetic.TASK, text.TASK)
 }
 
 

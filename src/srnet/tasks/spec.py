@@ -19,12 +19,13 @@ from srnet.errors import SrnetError
 from srnet.tasks.base import LabelSpace
 
 FileFormat = Literal[
-    "auto", "jsonl", "csv", "tsv", "glue_mnli", "glue_qqp", "hans", "paws", "fever", "hub", "synthetic"
+    "auto", "jsonl", "csv", "tsv", "txt", "txt_paragraphs", "glue_mnli", "glue_qqp", "hans", "paws",
+    "fever", "hub", "synthetic",
 ]
 ColumnMap = Mapping[str, tuple[str, ...]]
 """srnet field -> file columns to try in order (``text_a``, ``text_b``, ``label``, ``id`` or meta)."""
 
-_SUFFIX_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+_SUFFIX_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".txt": "txt"}
 _HANS_FILE = re.compile(r"heuristics_(?P<part>\w+?)_set\.txt")
 _GENERIC_STEM = re.compile(r"(train|dev|test|val|valid|validation|eval|data|v\d+\w*)", re.IGNORECASE)
 
@@ -65,7 +66,8 @@ class DataSpec(BaseModel):
     )
     format: FileFormat = Field(
         "auto",
-        description="file layout; auto = by suffix (.jsonl/.json, .csv, .tsv, heuristics_*_set.txt)",
+        description="file layout; auto = by suffix (.jsonl/.json, .csv, .tsv, heuristics_*_set.txt, "
+        ".txt: one document per line; txt_paragraphs: documents separated by blank lines)",
     )
     columns: dict[str, str] = Field(
         default_factory=dict,
@@ -124,7 +126,7 @@ class DataSpec(BaseModel):
         except KeyError:
             raise ValueError(
                 f"cannot tell the format of '{self.path}' from its suffix; set format "
-                f"(one of jsonl, csv, tsv, glue_mnli, glue_qqp, hans, paws, fever)"
+                f"(one of jsonl, csv, tsv, txt, txt_paragraphs, glue_mnli, glue_qqp, hans, paws, fever)"
             ) from None
 
     @property

@@ -94,7 +94,8 @@ class LengthGroupedBatchSampler(Sampler[list[int]]):
 
 
 class Collator:
-    """Pad token lists to the longest in the batch and stack the loss extras."""
+    """Pad token lists to the longest in the batch and stack the labels (when items have them) and
+    the loss extras."""
 
     def __init__(self, tokenizer, extras: dict[str, np.ndarray] | None = None) -> None:
         self.pad_id = tokenizer.pad_token_id or 0
@@ -110,7 +111,8 @@ class Collator:
             batch[key] = torch.tensor(
                 [it[key] + [pad] * (longest - len(it[key])) for it in items], dtype=torch.long
             )
-        batch["labels"] = torch.tensor([it["labels"] for it in items], dtype=torch.long)
+        if "labels" in items[0]:  # packed text blocks have none
+            batch["labels"] = torch.tensor([it["labels"] for it in items], dtype=torch.long)
         index = np.array([it["index"] for it in items])
         batch["index"] = torch.from_numpy(index)
         for key, values in self.extras.items():

@@ -2,15 +2,21 @@
 
 The loop owns optimisation (AdamW, linear warm-up/decay, clipping, accumulation), the
 evaluation cadence, best-checkpoint choice on the ID dev metric only, resumable
-checkpoints and logging.  A pruning method plugs in through its small interface
-(``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``); a loss is any registered
-callable ``loss(logits, labels, extras, progress)``.
+checkpoints and logging.  The step itself is :func:`srnet.training.objectives.train_step` with a
+registered objective (``standard``, ``freelb``) and a registered loss.  A pruning method plugs in
+through its small interface (``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``);
+dense training is the ``dense`` method, whose mask set is empty.
+
+In a multi-process run (``accelerate launch``) every rank trains and evaluates; only the main
+process writes checkpoints, exports and logs, and the others wait for it after each write.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -26,6 +32,8 @@ from srnet.config import TrainingConfig
 from srnet.errors import SrnetError
 from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
+from srnet.losses import Loss
+from srnet.pruning.base import PruningMethod
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
     load_model_state,
@@ -34,7 +42,8 @@ from srnet.training.checkpoint import (
     save_model_state,
     set_rng_state,
 )
-from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler, model_inputs
+from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler
+from srnet.training.objectives import Objective, Standard, train_step
 
 DevMetric = Callable[[torch.nn.Module], float]
 """Evaluates the model (already frozen and in eval mode) on the ID dev split; higher is better."""
@@ -51,12 +60,30 @@ class TrainState:
     best_step: int | None = None
 
 
-def total_steps(cfg: TrainingConfig, num_examples: int) -> int:
-    """Optimizer steps implied by ``max_steps`` or ``epochs``."""
+def is_main_process() -> bool:
+    """True in a single-process run and on rank 0 of an ``accelerate launch`` (read from the
+    launcher's ``RANK``, so it can be asked before any Accelerator exists)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def total_steps(cfg: TrainingConfig, num_examples: int, num_processes: int = 1) -> int:
+    """Optimizer steps implied by ``max_steps`` or ``epochs`` (each process takes ``batch_size``
+    examples per micro-batch, so ``num_processes`` share an epoch's batches)."""
     if cfg.max_steps is not None:
         return cfg.max_steps
-    per_epoch = math.ceil(math.ceil(num_examples / cfg.batch_size) / cfg.grad_accum)
+    batches = math.ceil(math.ceil(num_examples / cfg.batch_size) / num_processes)
+    per_epoch = math.ceil(batches / cfg.grad_accum)
     return max(1, math.ceil(per_epoch * cfg.epochs))
+
+
+def mask_digest(masks: dict[str, torch.Tensor]) -> int:
+    """A 63-bit digest of a mask set (names, shapes and bits), to compare masks across processes."""
+    h = hashlib.sha256()
+    for name in sorted(masks):
+        h.update(name.encode())
+        h.update(str(tuple(masks[name].shape)).encode())
+        h.update(masks[name].detach().to("cpu", torch.uint8).contiguous().numpy().tobytes())
+    return int.from_bytes(h.digest()[:8], "big") >> 1
 
 
 def weight_param_groups(
@@ -87,11 +114,12 @@ class Trainer:
         tokenizer,
         train_set: EncodedDataset,
         cfg: TrainingConfig,
-        loss_fn,
+        loss_fn: Loss,
         run: RunDir,
         *,
         seed: int,
-        method=None,
+        method: PruningMethod,
+        objective: Objective | None = None,
         dev_metric: DevMetric | None = None,
         mask_metadata: Callable[[dict[str, torch.Tensor]], MaskMetadata] | None = None,
     ) -> None:
@@ -100,47 +128,50 @@ class Trainer:
         self.model = model
         self.loss_fn = loss_fn
         self.method = method
+        self.objective = objective if objective is not None else Standard()
         self.dev_metric = dev_metric
         self.mask_metadata = mask_metadata
         self.run = run
         self.seed = seed
-        self.steps = total_steps(cfg, len(train_set))
-        self.extra_keys = tuple(train_set.extras)
-        self.sampler = LengthGroupedBatchSampler(
-            train_set.lengths, cfg.batch_size, seed, cfg.group_by_length
-        )
-        self.loader = DataLoader(
-            train_set, batch_sampler=self.sampler, collate_fn=Collator(tokenizer, train_set.extras)
-        )
         self.accelerator = Accelerator(
             mixed_precision=cfg.mixed_precision,
             gradient_accumulation_steps=cfg.grad_accum,
             cpu=not torch.cuda.is_available(),
         )
-        if method is not None:
-            method.prepare(model, self.steps)
-            groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
-            trained = {id(p) for p in model.parameters() if p.requires_grad}
-            mask_params = {id(p) for g in groups for p in g["params"]}
-            groups += weight_param_groups(model, cfg.lr, cfg.weight_decay, trained - mask_params)
-        else:
-            groups = weight_param_groups(model, cfg.lr, cfg.weight_decay)
+        self.steps = total_steps(cfg, len(train_set), self.accelerator.num_processes)
+        self.sampler = LengthGroupedBatchSampler(
+            train_set.lengths, cfg.batch_size, seed, cfg.group_by_length
+        )
+        # the loader's own generator: creating an iterator must not draw from the global RNG,
+        # or a resumed run's dropout would be one draw off the uninterrupted run's
+        self.loader = DataLoader(
+            train_set, batch_sampler=self.sampler, collate_fn=Collator(tokenizer, train_set.extras),
+            generator=torch.Generator().manual_seed(seed),
+        )
+        method.prepare(model, self.steps)
+        self.objective.setup(model, tokenizer)
+        groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
+        trained = {id(p) for p in model.parameters() if p.requires_grad}
+        mask_params = {id(p) for g in groups for p in g["params"]}
+        groups += weight_param_groups(model, cfg.lr, cfg.weight_decay, trained - mask_params)
         if not groups:
             raise SrnetError("nothing to train: every parameter is frozen")
         self.optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
         self.scheduler = get_linear_schedule_with_warmup(
             self.optimizer, int(cfg.warmup_ratio * self.steps), self.steps
         )
-        # the loader goes through Accelerate too, so accumulation windows end with each epoch
-        self.model, self.optimizer, self.scheduler, self.loader = self.accelerator.prepare(
-            self.model, self.optimizer, self.scheduler, self.loader
+        # the loader goes through Accelerate too, so accumulation windows end with each epoch; the
+        # scheduler does not (Accelerate would step it once per process): it steps once per
+        # optimizer step, so N processes x batch B follow the schedule of 1 process x batch N*B
+        self.model, self.optimizer, self.loader = self.accelerator.prepare(
+            self.model, self.optimizer, self.loader
         )
         self.state = TrainState()
         self.last_dir = run.last_checkpoint
         self.best_dir = run.best_checkpoint
         self.log_path = run.log
         self._tb = None
-        if cfg.tensorboard:
+        if cfg.tensorboard and self.accelerator.is_main_process:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError:
@@ -163,7 +194,8 @@ class Trainer:
         cfg = self.cfg
         eval_every = cfg.eval_every or max(1, math.ceil(len(self.loader) / cfg.grad_accum))
         save_every = cfg.checkpoint_every or eval_every
-        bar = tqdm(total=self.steps, initial=self.state.step, desc="train", dynamic_ncols=True)
+        bar = tqdm(total=self.steps, initial=self.state.step, desc="train", dynamic_ncols=True,
+                   disable=not self.accelerator.is_main_process)
         self.model.train()
         running, started = [], time.perf_counter()
         while self.state.step < self.steps:
@@ -172,19 +204,19 @@ class Trainer:
             for batch in loader:
                 self.state.batch_in_epoch += 1
                 with self.accelerator.accumulate(self.model):
-                    loss = self._loss(batch)
-                    self.accelerator.backward(loss)
-                    if self.accelerator.sync_gradients and cfg.max_grad_norm:
-                        self.accelerator.clip_grad_norm_(self._trained_params(), cfg.max_grad_norm)
-                    self.optimizer.step()
-                    self.scheduler.step()
-                    self.optimizer.zero_grad(set_to_none=True)
-                running.append(loss.item())
+                    logs = train_step(
+                        self.model, batch, self.objective, self.loss_fn, self.optimizer,
+                        progress=self.state.step / self.steps,
+                        penalty=self.method.penalty, backward=self.accelerator.backward, clip=self._clip,
+                    )
+                running.append(self._mean_over_processes(logs["loss"]))
                 if not self.accelerator.sync_gradients:
                     continue
+                if not self.optimizer.step_was_skipped:  # fp16: an inf/nan step is skipped
+                    self.scheduler.step()
                 self.state.step += 1
                 bar.update(1)
-                if self.method is not None and self.method.on_step(self.state.step):
+                if self.method.on_step(self.state.step):
                     self.optimizer.state.clear()
                 step = self.state.step
                 if step % cfg.log_every == 0 or step == self.steps:
@@ -209,7 +241,7 @@ class Trainer:
         return self.state
 
     def load_best(self) -> dict[str, torch.Tensor] | None:
-        """Load the best model state; return its exact masks (None for dense training)."""
+        """Load the best model state; return its exact masks (None when the method masks nothing)."""
         load_model_state(self.unwrapped, self.best_dir / "model.safetensors")
         masks_path = self.best_dir / "masks.safetensors"
         return load_masks(masks_path)[0] if masks_path.exists() else None
@@ -218,24 +250,14 @@ class Trainer:
     def _trained_params(self) -> list[torch.nn.Parameter]:
         return [p for g in self.optimizer.param_groups for p in g["params"]]
 
-    def _loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        batch = {k: v.to(self.accelerator.device) for k, v in batch.items()}
-        logits = self.model(**model_inputs(self.unwrapped, batch)).logits
-        extras = {k: batch[k] for k in self.extra_keys}
-        progress = self.state.step / self.steps
-        loss = self.loss_fn(logits.float(), batch["labels"], extras, progress)
-        if self.method is not None:
-            penalty = self.method.penalty()
-            if penalty is not None:
-                loss = loss + penalty
-        return loss
+    def _clip(self) -> None:
+        if self.accelerator.sync_gradients and self.cfg.max_grad_norm:
+            self.accelerator.clip_grad_norm_(self._trained_params(), self.cfg.max_grad_norm)
 
     def _eligible(self) -> bool:
         """A checkpoint may be 'best' after ``select_after`` and once the final sparsity is reached."""
         if self.state.step < self.cfg.select_after * self.steps:
             return False
-        if self.method is None:
-            return True
         final = self.method.current_sparsity(self.steps)
         return abs(self.method.current_sparsity(self.state.step) - final) < 1e-9
 
@@ -243,14 +265,14 @@ class Trainer:
         if self.dev_metric is None:
             return
         model = self.unwrapped
-        if self.method is not None:
-            self.method.freeze()
+        self.method.freeze()
         model.eval()
         metric = float(self.dev_metric(model))
         model.train()
-        entry: dict = {"step": self.state.step, "event": "eval", "dev": metric}
-        if self.method is not None:
-            entry["sparsity"] = self.method.sparsity_report()["overall"]
+        entry: dict = {"step": self.state.step, "event": "eval", "dev": metric,
+                       "sparsity": self.method.sparsity_report()["overall"]}
+        if self.accelerator.num_processes > 1:
+            entry["mask_digest_per_rank"] = self._check_ranks_agree()
         eligible = self._eligible()
         if eligible and (self.state.best_metric is None or metric > self.state.best_metric):
             self.state.best_metric, self.state.best_step = metric, self.state.step
@@ -261,25 +283,44 @@ class Trainer:
 
     def _save_best(self) -> None:
         model = self.unwrapped
-        if self.method is not None:
-            self.method.freeze()
+        self.method.freeze()
+        masks = self.method.masks()
 
         def write(folder: Path) -> None:
             save_model_state(model, folder / "model.safetensors")
-            if self.method is not None:
-                masks = self.method.masks()
+            if masks:
                 save_masks(folder / "masks.safetensors", masks, self.mask_metadata(masks))
 
-        save_folder_atomically(self.best_dir, write)
+        self._write(self.best_dir, write)
+
+    def _mean_over_processes(self, value: float) -> float:
+        """The mean of ``value`` over processes (a rank's loss covers only its share of the batch)."""
+        if self.accelerator.num_processes == 1:
+            return value
+        return self.accelerator.reduce(torch.tensor(value, device=self.accelerator.device), "mean").item()
+
+    def _check_ranks_agree(self) -> list[int]:
+        """Every process must hold the same masks; returns the per-rank digests (all equal)."""
+        mine = torch.tensor([mask_digest(self.method.masks())], device=self.accelerator.device)
+        digests = [int(d) for d in self.accelerator.gather(mine).tolist()]
+        if len(set(digests)) != 1:
+            raise RuntimeError(f"internal error: processes hold different masks (digests {digests})")
+        return digests
+
+    def _write(self, folder: Path, write: Callable[[Path], None]) -> None:
+        """Write a checkpoint folder atomically on the main process; every rank waits for it."""
+        if self.accelerator.is_main_process:
+            save_folder_atomically(folder, write)
+        self.accelerator.wait_for_everyone()
 
     def _export_intermediate(self) -> None:
         """A plain Hugging Face checkpoint of the model at this step (masks baked in)."""
-        masks = {}
-        if self.method is not None:
-            self.method.freeze()
-            masks = self.method.masks()
+        self.method.freeze()
+        masks = self.method.masks()
         out = self.run.intermediate / f"step_{self.state.step}"
-        export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
+        if self.accelerator.is_main_process:
+            export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
+        self.accelerator.wait_for_everyone()
         self._log({"event": "export", "step": self.state.step, "path": str(out)})
 
     def _save_last(self) -> None:
@@ -292,20 +333,20 @@ class Trainer:
                     "state": asdict(self.state),
                     "optimizer": self.optimizer.state_dict(),
                     "scheduler": self.scheduler.state_dict(),
-                    "method": self.method.state_dict() if self.method is not None else None,
+                    "method": self.method.state_dict(),
                     "rng": rng_state(),
                 },
                 folder / "trainer.pt",
             )
 
-        save_folder_atomically(self.last_dir, write)
+        self._write(self.last_dir, write)
 
     def _load_last(self) -> None:
         saved = torch.load(self.last_dir / "trainer.pt", weights_only=False)
         load_model_state(self.unwrapped, self.last_dir / "model.safetensors")
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
-        if self.method is not None and saved["method"] is not None:
+        if saved["method"] is not None:  # None: a dense run saved before the dense method existed
             self.method.load_state_dict(saved["method"])
         set_rng_state(saved["rng"])
         self.state = TrainState(**saved["state"])
@@ -319,13 +360,14 @@ class Trainer:
             "loss": sum(losses) / max(1, len(losses)),
             "lr": self.scheduler.get_last_lr()[0],
             "s_per_step": (time.perf_counter() - started) / max(1, len(losses)),
+            "target_sparsity": self.method.current_sparsity(self.state.step),
         }
-        if self.method is not None:
-            entry["target_sparsity"] = self.method.current_sparsity(self.state.step)
         bar.set_postfix(loss=f"{entry['loss']:.4f}")
         self._log(entry)
 
     def _log(self, entry: dict) -> None:
+        if not self.accelerator.is_main_process:
+            return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry) + "\n")

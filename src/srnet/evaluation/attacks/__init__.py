@@ -1,0 +1,35 @@
+"""Built-in text attacks, offline and batched.
+
+``charswap`` (DeepWordBug-style) and ``wordswap`` (TextFooler-style).
+"""
+
+from srnet.evaluation.attacks import charswap, wordswap  # noqa: F401  (registers the attacks)
+from srnet.evaluation.attacks.base import (
+    Attack,
+    AttackOutcome,
+    AttackParams,
+    Candidate,
+    available_attacks,
+    build_attack,
+    get_attack,
+    register_attack,
+)
+from srnet.evaluation.attacks.metrics import attack_metrics
+from srnet.evaluation.attacks.neighbours import EmbeddingNeighbours, SynonymTable, WordNetSynonyms
+from srnet.evaluation.attacks.victim import Victim
+
+__all__ = [
+    "Attack",
+    "AttackOutcome",
+    "AttackParams",
+    "Candidate",
+    "EmbeddingNeighbours",
+    "SynonymTable",
+    "Victim",
+    "WordNetSynonyms",
+    "attack_metrics",
+    "available_attacks",
+    "build_attack",
+    "get_attack",
+    "register_attack",
+]

@@ -1,0 +1,175 @@
+"""The attack interface, the greedy word-importance search both attacks share, and the registry.
+
+An attack edits one text field of an example (the hypothesis ``text_b`` of a pair, else
+``text_a``).  The search (TextAttack's greedy word-importance ranking, "delete" variant):
+
+1. score the clean text; a wrong prediction is *skipped*;
+2. score every leave-one-out text of the editable words in one batch; rank the words by how much
+   their removal lowers the gold probability;
+3. in that order, score all candidate edits of the word in one batch; stop at the first edit that
+   flips the prediction (*successful*), else keep the edit that lowers the gold probability most;
+4. stop when the words-changed budget is spent (*failed*).
+
+Adding an attack is one class with ``@register_attack("name")``, a pydantic ``params_model`` and
+``candidates``.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from srnet.errors import SrnetError
+from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.victim import Pair, Victim
+
+Result = Literal["successful", "failed", "skipped"]
+
+
+class AttackParams(BaseModel):
+    """Settings every attack has."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_fraction: float = Field(
+        0.3, gt=0.0, le=1.0,
+        description="Most words changed, as a fraction of the field's words (at least 1).",
+    )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One edited text, with its sentence similarity to the original when the attack measures it."""
+
+    words: Words
+    similarity: float | None = None
+
+
+@dataclass
+class AttackOutcome:
+    """What happened to one example."""
+
+    result: Result
+    original: str
+    perturbed: str | None
+    gold: int
+    pred_before: int
+    pred_after: int
+    queries: int
+    changed_words: list[int] = field(default_factory=list)
+    similarity: float | None = None
+
+
+class Attack(ABC):
+    """A registered attack; ``attack(victim, pair, gold, rng)`` attacks one example."""
+
+    name: ClassVar[str] = ""
+    params_model: ClassVar[type[AttackParams]] = AttackParams
+
+    def __init__(self, params: AttackParams | None = None) -> None:
+        self.params = params if params is not None else self.params_model()
+
+    def prepare(self, model: Any, tokenizer: Any) -> None:
+        """Load what depends on the attacked model (e.g. its embedding neighbours); default none."""
+        return None
+
+    @abstractmethod
+    def candidates(
+        self, original: Words, current: Words, index: int, rng: np.random.Generator
+    ) -> list[Candidate]:
+        """Edits of word ``index`` of ``current`` that satisfy the attack's constraints."""
+
+    def attack(self, victim: Victim, pair: Pair, gold: int, rng: np.random.Generator) -> AttackOutcome:
+        """Greedy word-importance attack on the edited field of ``pair``."""
+        start = victim.queries
+        field_b = pair[1] is not None
+        text = pair[1] if field_b else pair[0]
+
+        def as_pair(words: Words) -> Pair:
+            return (pair[0], words.text) if field_b else (words.text, None)
+
+        clean = victim.probs([pair])[0]
+        pred = int(clean.argmax())
+        outcome = AttackOutcome("failed", text, None, gold, pred, pred, 0)
+        if pred != gold:
+            outcome.result = "skipped"
+            outcome.queries = victim.queries - start
+            return outcome
+        original = Words.split(text)
+        editable = original.editable()
+        budget = max(1, math.floor(self.params.max_fraction * len(original.words)))
+        if editable:
+            dropped = victim.probs([as_pair(original.replace(i, "")) for i in editable])
+            order = [editable[j] for j in np.argsort(dropped[:, gold], kind="stable")]
+        else:
+            order = []
+        current, current_gold = original, clean[gold]
+        for index in order:
+            if len(current.changed(original)) >= budget:
+                break
+            options = self.candidates(original, current, index, rng)
+            if not options:
+                continue
+            probs = victim.probs([as_pair(c.words) for c in options])
+            flipped = np.flatnonzero(probs.argmax(axis=1) != gold)
+            if flipped.size:
+                best = max(flipped, key=lambda j: (options[j].similarity or 0.0, -probs[j, gold]))
+                outcome.result = "successful"
+                current, outcome.similarity = options[best].words, options[best].similarity
+                outcome.pred_after = int(probs[best].argmax())
+                break
+            best = int(probs[:, gold].argmin())
+            if probs[best, gold] < current_gold:
+                current, current_gold = options[best].words, probs[best, gold]
+                outcome.similarity = options[best].similarity
+        outcome.perturbed = current.text
+        outcome.changed_words = current.changed(original)
+        outcome.queries = victim.queries - start
+        return outcome
+
+
+A = TypeVar("A", bound=type[Attack])
+_REGISTRY: dict[str, type[Attack]] = {}
+
+
+def register_attack(name: str) -> Callable[[A], A]:
+    """Class decorator that registers an :class:`Attack` under ``name``."""
+
+    def register(cls: A) -> A:
+        if name in _REGISTRY:
+            raise ValueError(f"attack '{name}' is already registered")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return register
+
+
+def available_attacks() -> list[str]:
+    """The registered attack names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_attack(name: str) -> type[Attack]:
+    """The attack class registered under ``name``."""
+    if name not in _REGISTRY:
+        raise SrnetError(f"unknown attack '{name}'; known: {available_attacks()}")
+    return _REGISTRY[name]
+
+
+def build_attack(name: str, params: dict[str, Any] | None = None, **resources: Any) -> Attack:
+    """Instantiate attack ``name`` with validated ``params`` (and resources such as a synonym table)."""
+    cls = get_attack(name)
+    try:
+        parsed = cls.params_model.model_validate(params or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise SrnetError(f"attack '{name}': {where}: {first['msg']}") from None
+    return cls(parsed, **resources) if resources else cls(parsed)

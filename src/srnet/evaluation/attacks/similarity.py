@@ -1,0 +1,45 @@
+"""Sentence similarity for word-substitution constraints: a mean-pooled sentence encoder.
+
+The bundled backbone (all-MiniLM-L6-v2) is a sentence encoder, so it stands in for the Universal
+Sentence Encoder that TextFooler uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from srnet.models import load_tokenizer, resolve_model_name
+
+
+class SentenceEncoder:
+    """Cosine similarity of mean-pooled last hidden states (embeddings of seen texts are cached)."""
+
+    def __init__(self, name: str = "default", max_length: int = 128, batch_size: int = 64) -> None:
+        from transformers import AutoModel
+
+        self.tokenizer = load_tokenizer(name)
+        self.model = AutoModel.from_pretrained(resolve_model_name(name)).eval()
+        self.max_length, self.batch_size = max_length, batch_size
+        self._cache: dict[str, torch.Tensor] = {}
+
+    @torch.no_grad()
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """Unit-norm sentence embeddings [len(texts), hidden]."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        for start in range(0, len(todo), self.batch_size):
+            chunk = todo[start : start + self.batch_size]
+            enc = self.tokenizer(chunk, padding=True, truncation=True, max_length=self.max_length,
+                                 return_tensors="pt")
+            hidden = self.model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+            for text, vector in zip(chunk, torch.nn.functional.normalize(pooled, dim=1), strict=True):
+                self._cache[text] = vector
+        return torch.stack([self._cache[t] for t in texts])
+
+    def similarity(self, reference: str, texts: Sequence[str]) -> list[float]:
+        """Cosine similarity of each of ``texts`` to ``reference``."""
+        vectors = self.embed([reference, *texts])
+        return (vectors[1:] @ vectors[0]).tolist()

@@ -1,0 +1,22 @@
+"""No pruning: the dense model (the default method; ``pruning: null`` in a recipe means this)."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from srnet.models import PrunableWeight
+from srnet.pruning.base import OneShotMethod, register_method
+
+
+@register_method("dense")
+class Dense(OneShotMethod):
+    """Masks nothing; every weight trains.  Its mask set is empty and its sparsity is 0."""
+
+    def select(self, model: nn.Module) -> list[PrunableWeight]:
+        return []
+
+    def decide(self) -> list[Tensor]:
+        return []
+
+    def current_sparsity(self, step: int) -> float:
+        return 0.0
