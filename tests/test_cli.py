@@ -115,7 +115,7 @@ def test_finetune_predict_evaluate_export_masks(capsys, tmp_path, tiny_model_dir
         (["demo", "--set", "task=nope"], "unknown task 'nope'"),
         (["demo", "--set", "pruning.method=omp", "--set", "pruning.sparsity=1.5"], "1.5"),
         (["demo", "--set", "pruning.method=magic"], "pruning.method: unknown method 'magic'"),
-        (["demo", "--set", "loss.name=nope"], "unknown loss 'nope'"),
+        (["demo", "--set", "ft.loss.name=nope"], "unknown loss 'nope'"),
         (["demo", "--set", "model.name=/no/such/model"], "model '/no/such/model' not found"),
         (["demo", "--set", "ft.loss.name=poe"], "needs loss.bias_predictions"),
         (["demo", "--set", "prune.pruning.method=magic"], "pruning.method: unknown method 'magic'"),
@@ -156,7 +156,7 @@ def test_demo_on_real_data_dir(capsys, monkeypatch, tmp_path, tiny_model_dir, sh
         "--set", "data.challenge.0.n=60", "--set", "training.max_steps=2", "--set", "model.max_length=48",
     )
     assert code == 0, err
-    assert "hans scored with collapse rule" in out
+    assert "hans: collapse rule 'sum'" in out and "hans [argmax]: collapse rule 'argmax'" in out
     [ft] = (tmp_path / "demo_mnli" / "ft").glob("*/metrics.json")
     metrics = json.loads(ft.read_text())
     assert metrics["id"]["mnli_dev_matched"]["n"] == 30
