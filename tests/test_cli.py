@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -23,20 +24,50 @@ def test_info(capsys):
     assert info["default_model_path"].endswith("model")
 
 
-def test_demo_prints_id_vs_ood_table(capsys, tmp_path, tiny_model_dir):
-    code, out, _ = run_cli(
-        capsys, "demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}",
-        "--set", "data.train.synthetic.n=64", "--set", "data.dev.synthetic.n=32",
-        "--set", "data.challenge.0.synthetic.n=40", "--set", "training.max_steps=4",
-    )
-    assert code == 0
-    assert "synthetic_dev" in out and "ID" in out and "OOD" in out
-    assert "accuracy by heuristic x label" in out
-    metrics = json.loads((tmp_path / "demo" / "metrics.json").read_text())
-    assert set(metrics["ood"]["synthetic_challenge"]["by_heuristic"]) >= {"lexical_overlap"}
-    for name in ("config.yaml", "environment.json", "log.jsonl", "model/model.safetensors",
-                 "predictions/synthetic_dev.jsonl", "predictions/synthetic_challenge_hans_predictions.txt"):
-        assert (tmp_path / "demo" / name).exists(), name
+TINY_DEMO = ["--set", "data.train.synthetic.n=32", "--set", "data.dev.synthetic.n=16",
+             "--set", "data.challenge.0.synthetic.n=24", "--set", "training.max_steps=2",
+             "--set", "training.batch_size=8", "--set", "model.max_length=32"]
+
+
+def test_demo_shows_dense_vs_subnetworks_reruns_resumes_and_overwrites(
+    capsys, monkeypatch, tmp_path, tiny_model_dir
+):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the sweep's worker process: one torch thread
+    argv = ["demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}", *TINY_DEMO]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    for stage in ("[1/4] done ft", "[2/4] done bias_model", "[3/4] done prune sparsity=0.5",
+                  "[4/4] done prune sparsity=0.7"):
+        assert stage in out
+    table = out[out.index("synthetic_nli:"):]
+    rows = [re.split(r"\s{2,}", line) for line in table.splitlines() if line.startswith(("dense/", "mask_"))]
+    assert [r[:2] for r in rows] == [["dense/ce", "0.0%"], ["mask_train/poe (a)", "50.0%"],
+                                     ["mask_train/poe (a)", "70.0%"]]  # measured sparsity
+    assert all(len(r) == 7 for r in rows)  # ID, OOD, gap; OOD and gap under the other rule
+    assert "ID synthetic_dev" in table and "gap synthetic_challenge [argmax]" in table
+    assert "synthetic_challenge: collapse rule 'sum'" in table
+    demo = tmp_path / "demo"
+    assert f"report: {demo / 'report' / 'report.md'}" in out
+    report = (demo / "report" / "report.md").read_text()
+    assert "- mask_train/poe (a): ../prune/" in report and "- dense/ce: ../ft/" in report
+    figures = sorted(p.name for p in (demo / "report").glob("*.png"))
+    assert "s1_vs_sparsity.png" in figures and len(figures) >= 3
+    prunes = [json.loads(p.read_text()) for p in demo.glob("prune/*/metrics.json")]
+    assert sorted(round(m["sparsity"]["overall"], 2) for m in prunes) == [0.5, 0.7]
+    assert all("name: poe" in p.read_text() for p in demo.glob("prune/*/config.yaml"))
+    summary = (demo / "summary.txt").stat().st_mtime_ns
+    for extra in ([], ["--resume"]):  # a finished demo: its result again, nothing recomputed
+        code, again, _ = run_cli(capsys, *argv, *extra)
+        assert code == 0 and again == out[out.index("synthetic_nli:"):]
+    assert (demo / "summary.txt").stat().st_mtime_ns == summary
+    (demo / "summary.txt").unlink()  # as if killed after its stages, before the report
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and "pass --resume to continue it or --overwrite" in err
+    code, resumed, _ = run_cli(capsys, *argv, "--resume")
+    assert code == 0 and "start" not in resumed and "report:" in resumed  # no stage ran again
+    code, _, _ = run_cli(capsys, *argv, "--overwrite")
+    assert code == 0 and (demo / "summary.txt").stat().st_mtime_ns != summary
+    assert len(list(demo.glob("prune/*/metrics.json"))) == 2
 
 
 def test_finetune_predict_evaluate_export_masks(capsys, tmp_path, tiny_model_dir):
@@ -84,9 +115,10 @@ def test_finetune_predict_evaluate_export_masks(capsys, tmp_path, tiny_model_dir
         (["demo", "--set", "task=nope"], "unknown task 'nope'"),
         (["demo", "--set", "pruning.method=omp", "--set", "pruning.sparsity=1.5"], "1.5"),
         (["demo", "--set", "pruning.method=magic"], "pruning.method: unknown method 'magic'"),
-        (["demo", "--set", "loss.name=nope"], "unknown loss 'nope'"),
+        (["demo", "--set", "ft.loss.name=nope"], "unknown loss 'nope'"),
         (["demo", "--set", "model.name=/no/such/model"], "model '/no/such/model' not found"),
-        (["demo", "--set", "loss.name=poe"], "needs loss.bias_predictions"),
+        (["demo", "--set", "ft.loss.name=poe"], "needs loss.bias_predictions"),
+        (["demo", "--set", "prune.pruning.method=magic"], "pruning.method: unknown method 'magic'"),
         (["masks", "show", "nowhere.safetensors"], "nowhere.safetensors"),
     ],
 )
@@ -116,19 +148,23 @@ def test_bad_data_file_names_file_and_line(capsys, tmp_path, tiny_model_dir):
     assert code == 2 and "maybe" in err and f"{unknown}:1" in err
 
 
-def test_demo_on_real_data_dir(capsys, tmp_path, tiny_model_dir, shared_data):
-    code, _, err = run_cli(
+def test_demo_on_real_data_dir(capsys, monkeypatch, tmp_path, tiny_model_dir, shared_data):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    code, out, err = run_cli(
         capsys, "demo", "--data-dir", str(shared_data), "--output-dir", str(tmp_path),
         "--set", f"model.name={tiny_model_dir}", "--set", "data.train.n=60", "--set", "data.dev.n=30",
-        "--set", "data.challenge.0.n=60", "--set", "training.max_steps=2",
+        "--set", "data.challenge.0.n=60", "--set", "training.max_steps=2", "--set", "model.max_length=48",
     )
     assert code == 0, err
-    metrics = json.loads((tmp_path / "demo_mnli" / "metrics.json").read_text())
+    assert "hans: collapse rule 'sum'" in out and "hans [argmax]: collapse rule 'argmax'" in out
+    [ft] = (tmp_path / "demo_mnli" / "ft").glob("*/metrics.json")
+    metrics = json.loads(ft.read_text())
     assert metrics["id"]["mnli_dev_matched"]["n"] == 30
     hans = metrics["ood"]["hans"]
     assert hans["n"] == 60
     assert set(hans["by_heuristic"]) == {"lexical_overlap", "subsequence", "constituent"}
     assert "by_subcase" in hans
+    assert len(list((tmp_path / "demo_mnli" / "prune").glob("*/metrics.json"))) == 2
 
 
 def test_demo_data_dir_missing_files(capsys, tmp_path):

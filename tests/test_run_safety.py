@@ -1,6 +1,6 @@
 """A user's finished work is never lost: names are checked, every input is resolved before a run
-folder is touched, ``--overwrite`` swaps the new run in only once it completes, and a finished
-demo is shown again."""
+folder is touched, and ``--overwrite`` swaps the new run in only once it completes (the demo's
+rerun, resume and overwrite: tests/test_cli.py)."""
 
 from __future__ import annotations
 
@@ -144,18 +144,3 @@ def test_overwrite_swaps_in_only_a_completed_run(tmp_path, tiny_model_dir, monke
     assert again.run_dir == first.run_dir and again.metrics["seed"] == 1
     assert json.loads((first.run_dir / "metrics.json").read_text())["seed"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]  # no staging folder left
-
-
-def test_demo_rerun_shows_the_finished_result(capsys, tmp_path, tiny_model_dir):
-    argv = ["demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}",
-            "--set", "data.train.synthetic.n=32", "--set", "data.dev.synthetic.n=16",
-            "--set", "data.challenge.0.synthetic.n=16", "--set", "training.max_steps=2"]
-    assert main(argv) == 0
-    first = capsys.readouterr().out
-    metrics = (tmp_path / "demo" / "metrics.json").stat().st_mtime_ns
-    for extra in ([], ["--resume"]):
-        assert main(argv + extra) == 0
-        assert capsys.readouterr().out == first
-    assert (tmp_path / "demo" / "metrics.json").stat().st_mtime_ns == metrics
-    assert main([*argv, "--overwrite"]) == 0
-    assert (tmp_path / "demo" / "metrics.json").stat().st_mtime_ns != metrics

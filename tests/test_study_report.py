@@ -171,6 +171,14 @@ def test_mask_jaccard_heatmap(tmp_path):
     assert "Mask similarity at 50% sparsity" in report.path.read_text()
 
 
+def test_hidden_overwrite_and_replaced_folders_are_skipped(study):
+    before = find_runs([study])
+    write_run(study / "sweep", ".imp70.overwrite", seed=1, dev=0.1, method="imp", sparsity=0.7)
+    write_run(study / ".old.replaced", "ce_s1", seed=1, dev=0.2)
+    assert find_runs([study]) == before and len(before) == 6
+    assert find_runs([study / "sweep" / ".imp70.overwrite"])  # named explicitly, it is read
+
+
 def test_no_complete_runs_is_one_line(tmp_path, capsys):
     (tmp_path / "empty" / "half").mkdir(parents=True)
     (tmp_path / "empty" / "half" / "config.yaml").write_text("name: x\n")

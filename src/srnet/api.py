@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import torch
 
 from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
+from srnet.experiments.demo import DemoResult
 from srnet.experiments.execute import SweepResult
 from srnet.experiments.run import RunResult, run_recipe
 from srnet.experiments.rundir import RunDir
@@ -42,23 +44,37 @@ def _model_checked(recipe: Recipe) -> Recipe:
 
 def demo(
     data_dir: str | Path | None = None,
-    output_dir: str = "runs",
+    output_dir: str | Path = "runs",
     overrides: list[str] | None = None,
     *,
     resume: bool = False,
     overwrite: bool = False,
-) -> RunResult:
-    """Run the built-in demo; when it has already completed, return its finished result again
-    (``overwrite`` starts it over)."""
-    import json
+    progress: Callable[[str], None] = print,
+) -> DemoResult:
+    """Run the built-in demo sweep (:mod:`srnet.experiments.demo`) and its report; when it has
+    already completed, return its finished result again (``overwrite`` starts it over)."""
+    from srnet.experiments.demo import demo_sweep, finished_demo, summarize_demo
+    from srnet.experiments.execute import execute
+    from srnet.experiments.sweep import RECORD, plan_sweep, record_sweep
+    from srnet.models import check_model_source
 
-    from srnet.experiments.demo import demo_recipe
-
-    recipe = as_recipe(demo_recipe(data_dir, output_dir), overrides)
-    done = RunDir(Path(recipe.output_dir) / recipe.name)
-    if done.complete and not overwrite:
-        return RunResult(done.root, json.loads(done.metrics.read_text(encoding="utf-8")))
-    return run_recipe(recipe, resume=resume, overwrite=overwrite)
+    data = demo_sweep(data_dir, output_dir, overrides)
+    jobs = plan_sweep(data, "demo")
+    out = Path(data["output_dir"])
+    if not overwrite and (done := finished_demo(out, jobs)) is not None:
+        return done
+    check_model_source(data["base"]["model"]["name"])
+    if overwrite:
+        shutil.rmtree(out, ignore_errors=True)
+    elif (out / RECORD).is_file() and not resume:
+        raise SrnetError(f"{out} holds an unfinished demo; pass --resume to continue it or "
+                         "--overwrite to start over")
+    record_sweep(data, out, resume=resume)
+    result = execute(jobs, out, progress=progress)
+    for job in jobs:
+        if job.key in result.failed:
+            raise SrnetError(f"demo stage '{job.label}' failed: {result.failed[job.key]}")
+    return summarize_demo(out, progress=progress)
 
 
 def sweep(

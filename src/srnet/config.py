@@ -204,18 +204,23 @@ NON_SEMANTIC: tuple[str, ...] = (
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "--set") -> dict[str, Any]:
     """Apply ``a.b.c=value`` overrides (YAML-parsed values) to a nested dict, in place."""
     for item in overrides:
-        if "=" not in item:
-            raise SrnetError(f"{source}: override '{item}' is not of the form key.sub=value")
-        key, raw = item.split("=", 1)
-        parts = key.strip().split(".")
-        if not all(parts):
-            raise SrnetError(f"{source}: override key '{key}' is empty or has an empty part")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            value = raw
-        set_dotted(data, key.strip(), value, source)
+        key, value = parse_override(item, source)
+        set_dotted(data, key, value, source)
     return data
+
+
+def parse_override(item: str, source: str = "--set") -> tuple[str, Any]:
+    """``'a.b.c=value'`` -> ``('a.b.c', value)`` with the value YAML-parsed (empty -> None)."""
+    if "=" not in item:
+        raise SrnetError(f"{source}: override '{item}' is not of the form key.sub=value")
+    key, raw = item.split("=", 1)
+    if not all(key.strip().split(".")):
+        raise SrnetError(f"{source}: override key '{key}' is empty or has an empty part")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None:

@@ -73,7 +73,8 @@ class Run:
 
 
 def find_runs(paths: Sequence[str | Path]) -> list[Path]:
-    """Complete run directories among ``paths`` (run directories or folders searched recursively)."""
+    """Complete run directories among ``paths`` (run directories or folders searched recursively,
+    skipping hidden folders such as an unfinished ``--overwrite``'s ``.<run>.overwrite``)."""
     found: dict[Path, None] = {}
     for path in map(Path, paths):
         if not path.exists():
@@ -82,7 +83,8 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
             raise SrnetError(f"{path}: not a folder (give run directories or folders of runs)")
         metrics = [path / "metrics.json"] if (path / "metrics.json").is_file() else path.rglob("metrics.json")
         for file in sorted(metrics):
-            found.setdefault(file.parent, None)
+            if not any(part.startswith(".") for part in file.relative_to(path).parts):
+                found.setdefault(file.parent, None)  # not in a hidden .<run>.overwrite/.replaced
     if not found:
         where = ", ".join(str(p) for p in paths)
         raise SrnetError(f"{where}: no complete runs (no metrics.json under it)")
@@ -290,11 +292,12 @@ class Group:
 
     @property
     def name(self) -> str:
-        """``method/loss`` plus the paradigm and extra tags when set (not the sparsity)."""
+        """``method/loss`` plus the paradigm and extra tags when set (not the sparsity; paradigm
+        ``dense`` of a dense run is not repeated)."""
         parts = [self.labels["method"], self.labels["loss"]]
         parts += [f"{k}={v}" for k, v in self.labels.items() if k not in LABELS]
-        paradigm = self.labels.get("paradigm", "-")
-        return "/".join(parts) + (f" ({paradigm})" if paradigm != "-" else "")
+        paradigm = self.labels.get("paradigm", "-")  # not repeated when it says dense again
+        return "/".join(parts) + (f" ({paradigm})" if paradigm not in ("-", self.labels["method"]) else "")
 
 
 def group_runs(section: Section, rule: str | None = None) -> list[Group]:

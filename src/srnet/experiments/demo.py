@@ -1,43 +1,144 @@
-"""The built-in demo recipe: the default backbone on the synthetic controlled-bias task, or on
-the real MNLI sample + HANS when a data folder is given."""
+"""The built-in demo: a sweep that shows a subnetwork.
+
+Stages (run by the sweep machinery, each once, resumable): ``ft`` fine-tunes the default backbone
+with CE; ``bias_model`` fits the bias model; ``prune`` trains PoE masks at 50% and 70% sparsity on
+the CE model (Win-win paradigm (a)).  Then ``srnet report`` writes ``report/report.md`` and its
+figures.  The default task is the synthetic controlled-bias NLI task; with a data folder, the
+real MNLI sample (subsampled) -> MNLI dev-matched and HANS.
+
+``--set key=value`` applies to every stage (the base recipe); ``--set <stage>.key=value`` to one
+stage (``prune.training.epochs=1``), as grid keys do.
+"""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from srnet.config import parse_override, set_dotted
 from srnet.errors import SrnetError
+from srnet.io import atomic_write_text
+
+SUMMARY = "summary.txt"
+
+SPARSITIES = (0.5, 0.7)
+STAGES: dict[str, dict[str, Any]] = {
+    "ft": {"kind": "train", "set": {"loss.name": "ce", "tags.paradigm": "dense"}},
+    "bias_model": {"kind": "bias_fit"},
+    "prune": {
+        "kind": "train",
+        "set": {
+            "model.init_from": "@ft", "bias_dir": "@bias_model", "dense_reference": "@ft",
+            "loss.name": "poe", "pruning": {"method": "mask_train", "sparsity": SPARSITIES[0]},
+            "tags.paradigm": "a",
+        },
+    },
+}
 
 
-def demo_recipe(data_dir: str | Path | None = None, output_dir: str = "runs") -> dict[str, Any]:
-    """A recipe dict that fine-tunes the default backbone and evaluates ID vs OOD."""
-    training = {"epochs": 3, "batch_size": 32, "lr": 5e-5, "eval_every": 50, "log_every": 10}
-    if data_dir is None:
-        def synthetic(split: str, n: int) -> dict[str, Any]:
-            return {"format": "synthetic", "name": f"synthetic_{split}",
-                    "synthetic": {"split": split, "n": n, "bias_strength": 0.9, "seed": 0},
-                    **({"challenge": "hans"} if split == "challenge" else {})}
+def demo_sweep(
+    data_dir: str | Path | None = None, output_dir: str | Path = "runs", overrides: list[str] | None = None,
+) -> dict[str, Any]:
+    """The demo's sweep dict (output in ``<output_dir>/demo`` or ``<output_dir>/demo_mnli``)."""
+    name, base, prune = _synthetic() if data_dir is None else _mnli(Path(data_dir))
+    stages = copy.deepcopy(STAGES)
+    stages["prune"]["set"].update(prune)
+    sweep = {"name": name, "output_dir": str(Path(output_dir) / name), "base": base, "stages": stages,
+             "grid": {"prune.pruning.sparsity": list(SPARSITIES)}}
+    for item in overrides or []:
+        key, value = parse_override(item)
+        stage, _, rest = key.partition(".")
+        if stage in stages and rest:
+            stages[stage].setdefault("set", {})[rest] = value
+        else:
+            set_dotted(base, key, value, "--set")
+    return sweep
 
-        return {
-            "name": "demo", "task": "synthetic_nli", "output_dir": output_dir,
-            "model": {"name": "default", "max_length": 64},
-            "data": {"train": synthetic("train", 2000), "dev": synthetic("dev", 500),
-                     "challenge": [synthetic("challenge", 1000)]},
-            "training": training,
-        }
-    root = Path(data_dir)
+
+def _synthetic() -> tuple[str, dict[str, Any], dict[str, Any]]:
+    def split(name: str, n: int) -> dict[str, Any]:
+        return {"format": "synthetic", "name": f"synthetic_{name}",
+                "synthetic": {"split": name, "n": n, "bias_strength": 0.9, "seed": 0},
+                **({"challenge": "hans"} if name == "challenge" else {})}
+
+    base = {
+        "task": "synthetic_nli", "model": {"name": "default", "max_length": 64},
+        "data": {"train": split("train", 2000), "dev": split("dev", 500),
+                 "challenge": [split("challenge", 1000)]},
+        "training": {"epochs": 3, "batch_size": 32, "lr": 5e-5, "eval_every": 50, "log_every": 10},
+    }
+    return "demo", base, {"training.epochs": 2}
+
+
+def _mnli(root: Path) -> tuple[str, dict[str, Any], dict[str, Any]]:
     needed = [root / "mnli/train.jsonl", root / "mnli/dev_matched.jsonl", root / "hans/train.jsonl"]
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:
         raise SrnetError(f"demo --data-dir {root}: missing {missing[0]}")
-    return {
-        "name": "demo_mnli", "task": "nli", "output_dir": output_dir,
-        "model": {"name": "default", "max_length": 128},
+    base = {
+        "task": "nli", "model": {"name": "default", "max_length": 128},
         "data": {
-            "train": {"path": str(needed[0]), "n": 8000, "seed": 0},
-            "dev": {"path": str(needed[1]), "n": 2000, "seed": 0, "name": "mnli_dev_matched"},
-            "challenge": [{"path": str(needed[2]), "n": 3000, "seed": 0, "challenge": "hans",
+            "train": {"path": str(needed[0]), "n": 4000, "seed": 0},
+            "dev": {"path": str(needed[1]), "n": 1000, "seed": 0, "name": "mnli_dev_matched"},
+            "challenge": [{"path": str(needed[2]), "n": 2000, "seed": 0, "challenge": "hans",
                            "name": "hans"}],
         },
-        "training": {**training, "epochs": 1, "eval_every": 100},
+        "training": {"epochs": 1, "batch_size": 32, "lr": 5e-5, "eval_every": 50, "log_every": 10},
     }
+    return "demo_mnli", base, {}
+
+
+@dataclass
+class DemoResult:
+    """A finished demo: its folder, its report and the printed summary (table + report path)."""
+
+    output_dir: Path
+    report: Path
+    summary: str
+
+
+def finished_demo(out: Path, jobs: list) -> DemoResult | None:
+    """The result of the demo in ``out`` when every stage of ``jobs`` and its summary are done."""
+    summary = out / SUMMARY
+    if not summary.is_file() or not all(job.complete for job in jobs):
+        return None
+    return DemoResult(out, out / "report" / "report.md", summary.read_text(encoding="utf-8"))
+
+
+def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoResult:
+    """Write the demo's report (``srnet report``'s machinery) and its summary: dense CE vs the
+    subnetworks, one row per configuration (mean over runs), with the collapse rule named."""
+    from srnet.experiments.aggregate import find_runs, group_runs, load_run, other_rule, sections
+    from srnet.experiments.study_report import RULE_TEXT, write_report
+    from srnet.report import format_table
+
+    progress("report: writing report.md and figures")
+    report = write_report([out], out / "report")
+    found = sections(load_run(p) for p in find_runs([out]) if out / "report" not in p.parents)
+    lines = []
+    for section in found:
+        merging = section.merging_splits()
+        rule, other = section.rule, other_rule(section.rule)
+        rows = []
+        alt = {tuple(sorted(g.labels.items())): g.stats for g in group_runs(section, other)}
+        for group in group_runs(section):
+            measured = [(r.metrics.get("sparsity") or {}).get("overall") or 0.0 for r in group.runs]
+            row = {"model": group.name, "sparsity": f"{sum(measured) / len(measured):.1%}"}
+            row |= {c: f"{s.mean:.4f}" for c, s in group.stats.items() if not c.startswith("F_bias")}
+            mine = alt[tuple(sorted(group.labels.items()))]
+            row |= {f"{c} [{other}]": f"{mine[c].mean:.4f}" for c in mine
+                    if any(c in (s, f"gap {s}") for s in merging)}  # the other collapse rule
+            rows.append(row)
+        columns = list(dict.fromkeys(c for row in rows for c in row))
+        lines += [f"{section.title}", format_table(rows, columns)]
+        for name in (rule, other) if merging else ():
+            lines += [f"{', '.join(merging)}{' [' + name + ']' if name == other else ''}: collapse rule "
+                      f"'{name}': {RULE_TEXT[name]}"]
+        lines += [""]
+    lines += [f"report: {report.path} ({len(report.figures)} figures)"]
+    text = "\n".join(lines)
+    atomic_write_text(out / SUMMARY, text + "\n")
+    return DemoResult(out, report.path, text + "\n")
