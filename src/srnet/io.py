@@ -54,6 +54,13 @@ def is_write_failure(exc: BaseException) -> bool:
     return isinstance(exc, OSError) or "os error" in str(exc).lower()
 
 
+def raise_as_write_error(exc: BaseException, path: str | Path) -> None:
+    """Raise :class:`WriteError` naming ``path`` when ``exc`` is a system write failure
+    (not already a one-line srnet error); return otherwise, so the caller re-raises ``exc``."""
+    if is_write_failure(exc) and not isinstance(exc, SrnetError):
+        raise write_error(exc, path) from None
+
+
 def umask() -> int:
     """The process umask (read without changing it for longer than one call)."""
     mask = os.umask(0o022)
@@ -101,8 +108,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
         tmp_path.chmod(0o666 & ~umask())
         os.replace(tmp_path, path)
     except Exception as exc:
-        if is_write_failure(exc) and not isinstance(exc, SrnetError):
-            raise write_error(exc, path) from None
+        raise_as_write_error(exc, path)
         raise
     finally:
         if tmp_path is not None and tmp_path.exists():
@@ -128,8 +134,7 @@ def atomic_folder(target: str | Path, write: Callable[[Path], None]) -> Path:
         else:
             os.replace(tmp, target)
     except Exception as exc:
-        if is_write_failure(exc) and not isinstance(exc, SrnetError):
-            raise write_error(exc, target) from None
+        raise_as_write_error(exc, target)
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
