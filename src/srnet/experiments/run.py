@@ -33,7 +33,7 @@ from srnet.models import (
     load_tokenizer,
 )
 from srnet.pruning import build_method
-from srnet.pruning.base import OneShotMethod
+from srnet.pruning.base import OneShotMethod, PruningMethod
 from srnet.report import plot_sparsity_heatmap
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
 from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
@@ -62,7 +62,7 @@ class Prepared:
     source: str
     tokenizer: object
     model: torch.nn.Module
-    method: object | None
+    method: PruningMethod
     loss: object | None
     extras: dict[str, np.ndarray]
 
@@ -114,14 +114,14 @@ def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
     if data.train is not None:
         loss = build_loss(recipe.loss.name, recipe.loss.params)
         extras = loss_extras(recipe, task, loss, data.train)
-    method = build_method(recipe.pruning, recipe.seed) if recipe.pruning else None
-    if data.train is None and method is not None and not isinstance(method, OneShotMethod):
+    method = build_method(recipe.pruning, recipe.seed)
+    if data.train is None and not isinstance(method, OneShotMethod):
         raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
     set_seed(recipe.seed)
     source = str(RunDir(Path(recipe.model.init_from)).model) if recipe.model.init_from else recipe.model.name
     tokenizer = load_tokenizer(source)
     model = load_classifier(source, task.labels)
-    if recipe.pruning and recipe.pruning.mask_file:
+    if recipe.pruning.mask_file:
         load_masks(recipe.pruning.mask_file, model)  # readable, and fits this model
     return Prepared(source, tokenizer, model, method, loss, extras or {})
 
@@ -149,13 +149,12 @@ def _execute(
         best_step = state.best_step
         masks = trainer.load_best()
         model = trainer.unwrapped
-        if method is not None:
-            method.freeze()
+        method.freeze()
         if not main:  # the other ranks trained in step with rank 0, which evaluates and writes
             return {}
     else:
         model.to(default_device())
-    if data.train is None and method is not None:
+    if data.train is None:
         method.prepare(model, 1)
         method.freeze()
         masks = method.masks()
@@ -184,7 +183,7 @@ def _execute(
     metadata = _mask_metadata(recipe, source, model, masks) if masks else None
     if masks:
         save_masks(run.masks, masks, metadata)
-        scores = method.scores() if method is not None else None
+        scores = method.scores()
         if scores:
             save_scores(run.root / SCORES_FILENAME, scores, metadata)
         if any(layer is not None for _, layer in map(classify_weight, masks)):
@@ -237,12 +236,12 @@ def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length
 def _mask_metadata(recipe: Recipe, source: str, model: torch.nn.Module, masks) -> MaskMetadata:
     cfg = recipe.pruning
     return MaskMetadata(
-        method=cfg.method if cfg else "none",
+        method=cfg.method,
         base_model=source,
         base_model_fingerprint=model_fingerprint(model, list(masks)),
         recipe_hash=recipe.fingerprint(),
-        granularity=cfg.granularity if cfg else "unstructured",
-        target_sparsity=cfg.sparsity if cfg else None,
+        granularity=cfg.granularity,
+        target_sparsity=cfg.sparsity,
     )
 
 
@@ -253,7 +252,7 @@ def _sparsity_block(masks, recipe: Recipe, model: torch.nn.Module) -> dict:
 
     if masks:
         table = sparsity_table(masks).as_dict()
-        table["target"] = recipe.pruning.sparsity if recipe.pruning else None
+        table["target"] = recipe.pruning.sparsity
         table["measured_from"] = "masks"
         return table
     zeros = {w.name: w.module.weight.detach() != 0 for w in find_prunable(model, DEFAULT_ROLES)}
