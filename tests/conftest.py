@@ -18,8 +18,9 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 torch.set_num_threads(1)  # tiny models: one thread is fastest and keeps parallel CI quiet
 
 
-def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3) -> Path:
-    """Save a tiny random ``model_type`` classifier with the bundled tokenizer to ``path``."""
+def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3, **config) -> Path:
+    """Save a tiny random ``model_type`` classifier with the bundled tokenizer to ``path``
+    (``config``: further config fields)."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
     from srnet.models import default_model_path
@@ -32,7 +33,7 @@ def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3) -
         sizes["embedding_size"] = 16
     config = AutoConfig.for_model(
         model_type, vocab_size=tokenizer.vocab_size, num_labels=num_labels,
-        max_position_embeddings=128, **sizes,
+        max_position_embeddings=128, **sizes, **config,
     )
     import torch
 

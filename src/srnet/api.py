@@ -234,23 +234,30 @@ def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[st
 
 
 def export_masked(
-    model: str, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False
+    model: str, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False,
+    onnx: bool = False,
 ) -> Path:
     """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint.
 
     ``shrink`` removes the pruned heads and neurons (head/neuron masks only); reload the result
-    with :func:`load_model` or ``from_pretrained(..., trust_remote_code=True)``.
+    with :func:`load_model` or ``from_pretrained(..., trust_remote_code=True)``.  ``onnx`` also
+    writes ``model.onnx`` (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``).
     """
     from srnet.export import export_model
     from srnet.models import load_classifier, load_tokenizer
     from srnet.sparsity.mask_io import load_masks
 
+    if onnx:
+        from srnet.onnx_export import require_onnx
+
+        require_onnx()  # before any model is loaded
     run_model = RunDir(Path(model)).model
     source = str(run_model) if run_model.is_dir() else model
     tokenizer = load_tokenizer(source)
     net = load_classifier(source)
     loaded, meta = load_masks(masks, net)
-    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=shrink)
+    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=shrink,
+                        onnx=onnx)
 
 
 def load_model(path: str | Path) -> torch.nn.Module:

@@ -3,6 +3,8 @@
 All models run in one process on the same inputs.  After a warm-up, each round times one forward
 pass of every model, in an order that rotates from round to round (interleaving spreads the
 noise of a shared machine over all models); a model's latency is its median over the rounds.
+With ``onnx``, every model is also exported to ONNX and its ONNX Runtime session joins the same
+rounds, so PyTorch and ONNX Runtime latencies come from one interleaved run.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -69,20 +73,33 @@ def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate
     return out
 
 
-def time_forward(models: Sequence[nn.Module], inputs: dict[str, torch.Tensor], rounds: int,
-                 warmup: int) -> list[float]:
-    """Median seconds per forward pass of each model, interleaved after ``warmup`` passes each."""
-    times: list[list[float]] = [[] for _ in models]
+def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) -> list[float]:
+    """Median seconds per call of each zero-argument callable, interleaved after ``warmup`` calls
+    each; the call order rotates from round to round."""
+    times: list[list[float]] = [[] for _ in calls]
     with torch.inference_mode():
-        for model in models:
+        for call in calls:
             for _ in range(warmup):
-                model(**inputs)
+                call()
         for r in range(rounds):
-            for i in [(r + k) % len(models) for k in range(len(models))]:
+            for i in [(r + k) % len(calls) for k in range(len(calls))]:
                 start = time.perf_counter()
-                models[i](**inputs)
+                calls[i]()
                 times[i].append(time.perf_counter() - start)
     return [statistics.median(t) for t in times]
+
+
+def onnx_sessions(candidates: Sequence[Candidate]) -> list[Any]:
+    """An ONNX Runtime session per candidate (torch's thread count), each export checked against
+    the PyTorch model's logits (:func:`srnet.onnx_export.check_onnx`)."""
+    from srnet.onnx_export import check_onnx, onnx_bytes, ort_session
+
+    sessions = []
+    for c in candidates:
+        session = ort_session(onnx_bytes(c.model), torch.get_num_threads())
+        check_onnx(c.model, session)
+        sessions.append(session)
+    return sessions
 
 
 def run_bench(
@@ -91,12 +108,19 @@ def run_bench(
     lengths: Sequence[int] = (64, 128),
     rounds: int = 10,
     warmup: int = 2,
+    onnx: bool = False,
 ) -> dict[str, Any]:
-    """Time every candidate at every batch size x sequence length; ratios are to the first one."""
+    """Time every candidate at every batch size x sequence length; ratios are to the first one.
+
+    With ``onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
+    same interleaved rounds (its row follows the PyTorch row; ``speedup`` is still relative to
+    the first candidate under PyTorch).  Rows carry ``runtime`` ``torch`` or ``onnxruntime``.
+    """
     if not candidates:
         raise SrnetError("bench needs at least one model")
     if rounds < 1 or warmup < 0 or min(batch_sizes) < 1 or min(lengths) < 2:
         raise SrnetError("bench: rounds, batch sizes and lengths must be positive (lengths >= 2)")
+    sessions = onnx_sessions(candidates) if onnx else None
     vocab = int(candidates[0].model.config.vocab_size)
     generator = torch.Generator().manual_seed(0)
     rows = []
@@ -105,12 +129,29 @@ def run_bench(
             inputs = {"input_ids": torch.randint(min(1000, vocab - 1), vocab, (batch, length),
                                                  generator=generator),
                       "attention_mask": torch.ones(batch, length, dtype=torch.long)}
-            seconds = time_forward([c.model for c in candidates], inputs, rounds, warmup)
-            for c, s in zip(candidates, seconds, strict=True):
-                rows.append({"model": c.label, "params_m": c.parameters / 1e6, "batch": batch,
-                             "length": length, "latency_ms": s * 1e3, "seq_per_s": batch / s,
-                             "speedup": seconds[0] / s})
-    return {"environment": bench_environment(), "rounds": rounds, "warmup": warmup, "rows": rows}
+            runs: list[tuple[Candidate, str, Callable[[], object]]] = []
+            for i, c in enumerate(candidates):
+                runs.append((c, "torch", partial(c.model, **inputs)))
+                if sessions is not None:
+                    from srnet.onnx_export import ort_feeds
+
+                    feeds = ort_feeds(sessions[i], inputs)
+                    runs.append((c, "onnxruntime", partial(sessions[i].run, ["logits"], feeds)))
+            seconds = time_calls([call for _, _, call in runs], rounds, warmup)
+            for (c, runtime, _), s in zip(runs, seconds, strict=True):
+                rows.append({"model": c.label, "runtime": runtime, "params_m": c.parameters / 1e6,
+                             "batch": batch, "length": length, "latency_ms": s * 1e3,
+                             "seq_per_s": batch / s, "speedup": seconds[0] / s})
+    result = {"environment": bench_environment(), "rounds": rounds, "warmup": warmup, "rows": rows}
+    if sessions is not None:
+        from srnet.onnx_export import ATOL, OPSET
+
+        result["onnxruntime"] = {
+            "providers": ["CPUExecutionProvider"], "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": 1, "graph_optimization": "ORT_ENABLE_ALL", "spinning": False,
+            "opset": OPSET, "exporter": "torch.onnx.export(dynamo=False)", "check_atol": ATOL,
+        }
+    return result
 
 
 def bench_environment() -> dict[str, Any]:
@@ -122,6 +163,11 @@ def bench_environment() -> dict[str, Any]:
     env["machine"] = platform.machine()
     env["cpu"] = _cpu_model()
     env["cpu_count"] = os.cpu_count()
+    for name in ("onnxruntime", "onnx"):
+        try:
+            env["packages"][name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            env["packages"][name] = None
     return env
 
 

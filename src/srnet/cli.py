@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shrink", action="store_true",
                    help="remove pruned heads and neurons (head/neuron masks); reload with "
                         "srnet.load_model or trust_remote_code=True")
+    p.add_argument("--onnx", action="store_true",
+                   help="also write model.onnx (dynamic batch and length), checked against PyTorch's "
+                        "logits with ONNX Runtime; needs pip install 'srnet[onnx]'")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("bench", help="latency of dense vs shrunk (and unstructured-sparse) models")
@@ -125,7 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lengths", nargs="+", type=int, default=[64, 128])
     p.add_argument("--rounds", type=int, default=10, help="timed rounds (median reported)")
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    p.add_argument("--threads", type=int, help="torch (and ONNX Runtime) threads (default: torch's)")
+    p.add_argument("--onnx", action="store_true",
+                   help="also time every model under ONNX Runtime (CPU, same threads, graph "
+                        "optimisations on), interleaved; needs pip install 'srnet[onnx]'")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--out", help="also write the results and the environment as JSON here")
     p.set_defaults(func=cmd_bench)
@@ -347,8 +353,9 @@ def cmd_bias_difficulty(args) -> int:
 def cmd_export(args) -> int:
     from srnet.api import export_masked
 
-    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, shrink=args.shrink)
-    print(f"exported {out}")
+    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, shrink=args.shrink,
+                        onnx=args.onnx)
+    print(f"exported {out}" + (" (with model.onnx)" if args.onnx else ""))
     return 0
 
 
@@ -359,16 +366,22 @@ def cmd_bench(args) -> int:
     from srnet.io import atomic_write_json
     from srnet.report import format_table
 
+    if args.onnx:
+        from srnet.onnx_export import require_onnx
+
+        require_onnx()  # before any model is loaded
     if args.threads:
         torch.set_num_threads(args.threads)
     candidates = [load_candidate(name) for name in args.models]
     candidates += omp_variants(candidates[0], args.omp)
-    result = run_bench(candidates, args.batch_sizes, args.lengths, args.rounds, args.warmup)
+    result = run_bench(candidates, args.batch_sizes, args.lengths, args.rounds, args.warmup, onnx=args.onnx)
     env = result["environment"]
+    ort = f", onnxruntime {env['packages'].get('onnxruntime')}" if args.onnx else ""
     print(f"{env['cpu']} ({env['cpu_count']} cpus), {env['torch_threads']} threads, "
-          f"torch {env['packages'].get('torch')}, transformers {env['packages'].get('transformers')}; "
-          f"median of {args.rounds} interleaved rounds")
-    columns = ["model", "params_m", "batch", "length", "latency_ms", "seq_per_s", "speedup"]
+          f"torch {env['packages'].get('torch')}, transformers {env['packages'].get('transformers')}{ort}; "
+          f"median of {args.rounds} interleaved rounds; speedup vs the first model under torch")
+    columns = ["model", *(["runtime"] if args.onnx else []), "params_m", "batch", "length", "latency_ms",
+               "seq_per_s", "speedup"]
     print(format_table(result["rows"], columns, {"params_m": ".1f", "latency_ms": ".1f",
                                                  "seq_per_s": ".1f", "speedup": ".2f"},
                        markdown=args.markdown))

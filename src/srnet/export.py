@@ -88,12 +88,15 @@ def export_model(
     metadata: MaskMetadata | None,
     overwrite: bool = False,
     shrink: bool = False,
+    onnx: bool = False,
 ) -> Path:
     """Bake ``masks`` into ``model`` and save it, the tokenizer and ``srnet_export.json``.
 
     ``metadata`` describes the masks (``None`` for a dense export with no masks).  With
     ``shrink``, pruned heads and neurons are removed (:func:`srnet.shrink.shrink_model`) and the
-    folder also carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.
+    folder also carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.  With
+    ``onnx``, it also carries ``model.onnx`` (:func:`srnet.onnx_export.export_onnx`: dynamic batch
+    and sequence axes, checked against PyTorch's logits; needs ``srnet[onnx]``).
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
     half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
@@ -103,6 +106,10 @@ def export_model(
         raise SrnetError(f"export folder {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
+    if onnx:
+        from srnet.onnx_export import require_onnx
+
+        require_onnx()
     weights = expand_masks(model, masks)
     baked = bake_masks(model, weights)
     sparsity, per_matrix = masked_weight_sparsity(baked, weights)
@@ -128,6 +135,10 @@ def export_model(
             from srnet.shrink import prepare_remote_code
 
             prepare_remote_code(baked, staging)
+        if onnx:
+            from srnet.onnx_export import ONNX_FILENAME, export_onnx
+
+            info["onnx"] = export_onnx(baked, staging / ONNX_FILENAME)
         with quiet_transformers():
             baked.save_pretrained(staging)
             tokenizer.save_pretrained(staging)

@@ -1,0 +1,177 @@
+"""ONNX export of a classifier (dense, masked-and-baked or shrunk) and ONNX Runtime sessions.
+
+The model is traced with PyTorch's TorchScript-based exporter (``torch.onnx.export(...,
+dynamo=False)``): it needs only ``onnx`` (no ``onnxscript``), works offline, and traces the
+shrunk models as they are (their attention reshapes with ``view(..., -1, head_size)``, so the
+per-layer head counts are baked into the weights' shapes, not into the graph).  Inputs are
+``input_ids``, ``attention_mask`` and, for models with more than one token type (BERT, ELECTRA),
+``token_type_ids``, all int64 ``[batch, sequence]`` with both axes dynamic; the output is
+``logits`` ``[batch, num_labels]``.
+
+The trace runs on a batch with a padded row, so the attention-mask path is in the graph; every
+export is then checked: ONNX Runtime's logits on a probe batch of another batch size and length
+(one padded row) must match PyTorch's within :data:`ATOL`, or the export is refused.
+
+``onnx`` and ``onnxruntime`` are the optional ``srnet[onnx]`` extra; :func:`require_onnx` turns
+their absence into one :class:`SrnetError` line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from srnet.errors import SrnetError
+
+ONNX_FILENAME = "model.onnx"
+OPSET = 17
+ATOL = 1e-4
+TRACE_SHAPE = (2, 8)  # batch, length of the traced example
+PROBE_SHAPE = (3, 11)  # batch, length of the check: other sizes than the trace, so the axes are dynamic
+
+
+def require_onnx() -> Any:
+    """The ``onnxruntime`` module, once ``onnx`` and ``onnxruntime`` are both importable."""
+    try:
+        import onnx  # noqa: F401  (the TorchScript exporter serialises through it)
+        import onnxruntime
+    except ImportError as exc:
+        raise SrnetError(
+            f"ONNX export and timing need the onnx extra ({exc.name or 'onnx'} is not installed): "
+            "pip install 'srnet[onnx]'"
+        ) from None
+    return onnxruntime
+
+
+def input_names(model: nn.Module) -> list[str]:
+    """``input_ids``, ``attention_mask`` and ``token_type_ids`` when the model has several types."""
+    names = ["input_ids", "attention_mask"]
+    accepts = "token_type_ids" in inspect.signature(model.forward).parameters
+    if accepts and int(getattr(model.config, "type_vocab_size", 0) or 0) > 1:
+        names.append("token_type_ids")
+    return names
+
+
+class _Logits(nn.Module):
+    """Positional inputs in ``names`` order -> logits (what the exporter traces)."""
+
+    def __init__(self, model: nn.Module, names: Sequence[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.names = list(names)
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**dict(zip(self.names, inputs, strict=True))).logits
+
+
+def example_inputs(model: nn.Module, batch: int, length: int, seed: int = 0,
+                   pad: bool = True) -> dict[str, torch.Tensor]:
+    """Random token ids (from id 1000 up, like ``srnet bench``); with ``pad``, the first row's
+    second half is padding.  ``token_type_ids`` (when the model takes them) are the second half 1."""
+    vocab = int(model.config.vocab_size)
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(min(1000, vocab - 1), vocab, (batch, length), generator=generator)
+    mask = torch.ones(batch, length, dtype=torch.long)
+    if pad:
+        mask[0, length // 2:] = 0
+    out = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in input_names(model):
+        types = torch.zeros(batch, length, dtype=torch.long)
+        types[:, length // 2:] = 1
+        out["token_type_ids"] = types
+    return out
+
+
+def onnx_bytes(model: nn.Module) -> bytes:
+    """``model`` (a sequence classifier) as an ONNX graph, traced in eval mode."""
+    require_onnx()
+    names = input_names(model)
+    was_training = model.training
+    wrapper = _Logits(model, names).eval()
+    trace = example_inputs(model, *TRACE_SHAPE, seed=1)
+    axes = {name: {0: "batch", 1: "sequence"} for name in names}
+    buffer = io.BytesIO()
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the exporter's deprecation and tracer notes
+            torch.onnx.export(
+                wrapper, tuple(trace[n] for n in names), buffer, input_names=names,
+                output_names=["logits"], dynamic_axes={**axes, "logits": {0: "batch"}},
+                opset_version=OPSET, do_constant_folding=True, dynamo=False,
+            )
+    except Exception as exc:  # the exporter's own errors: an op without ONNX form, a trace failure
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SrnetError(f"ONNX export of the {type(model).__name__} failed: {first}") from exc
+    finally:
+        model.train(was_training)
+    return buffer.getvalue()
+
+
+def ort_session(model: bytes | str | Path, threads: int | None = None):
+    """An ONNX Runtime CPU session: ``threads`` intra-op threads (default: torch's), one
+    inter-op thread, all graph optimisations, no spin-waiting (idle ORT threads would otherwise
+    take cores from the PyTorch model timed next)."""
+    ort = require_onnx()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    source = str(model) if isinstance(model, Path) else model
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def ort_feeds(session, inputs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """``inputs`` as the session's int64 arrays; a ``token_type_ids`` input it needs but
+    ``inputs`` lacks is all zeros (what the PyTorch model assumes)."""
+    feeds = {}
+    for arg in session.get_inputs():
+        if arg.name in inputs:
+            feeds[arg.name] = inputs[arg.name].cpu().numpy().astype(np.int64)
+        elif arg.name == "token_type_ids":
+            feeds[arg.name] = np.zeros(tuple(inputs["input_ids"].shape), dtype=np.int64)
+        else:
+            raise SrnetError(f"the ONNX model needs input '{arg.name}', which srnet does not provide")
+    return feeds
+
+
+def check_onnx(model: nn.Module, session, atol: float = ATOL) -> float:
+    """Largest |ORT - PyTorch| logit on a probe batch; :class:`SrnetError` above ``atol``."""
+    probe = example_inputs(model, *PROBE_SHAPE, seed=2)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            expected = model(**probe).logits.float().cpu().numpy()
+    finally:
+        model.train(was_training)
+    got = session.run(["logits"], ort_feeds(session, probe))[0]
+    diff = float(np.abs(got - expected).max()) if got.shape == expected.shape else float("inf")
+    if not diff <= atol:
+        raise SrnetError(
+            f"ONNX Runtime's logits differ from PyTorch's by {diff:.3g} (tolerance {atol:g}) on a "
+            f"{PROBE_SHAPE[0]} x {PROBE_SHAPE[1]} probe batch; the ONNX export is refused"
+        )
+    return diff
+
+
+def export_onnx(model: nn.Module, path: str | Path) -> dict[str, Any]:
+    """Write ``model`` to ``path`` as ONNX after checking ONNX Runtime's logits against
+    PyTorch's; returns what ``srnet_export.json`` records about it."""
+    ort = require_onnx()
+    graph = onnx_bytes(model)
+    diff = check_onnx(model, ort_session(graph))
+    Path(path).write_bytes(graph)
+    return {"file": Path(path).name, "opset": OPSET, "inputs": input_names(model), "outputs": ["logits"],
+            "dynamic_axes": ["batch", "sequence"], "onnxruntime": ort.__version__,
+            "check": {"probe": list(PROBE_SHAPE), "max_abs_diff": diff, "atol": ATOL}}

@@ -1,0 +1,173 @@
+"""ONNX export (``srnet export --onnx``) and ONNX Runtime timing (``srnet bench --onnx``).
+
+Tests that run ONNX Runtime skip when the ``srnet[onnx]`` extra is not installed; the
+missing-extra error is tested either way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from importlib.util import find_spec
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForSequenceClassification
+
+from conftest import save_tiny_model
+from srnet import api
+from srnet.cli import main
+from srnet.export import EXPORT_INFO_FILENAME
+from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
+
+needs_onnx = pytest.mark.skipif(find_spec("onnxruntime") is None or find_spec("onnx") is None,
+                                reason="the srnet[onnx] extra (onnx, onnxruntime) is not installed")
+FAMILIES = ["bert", "roberta", "distilbert"]
+
+
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory) -> dict[str, object]:
+    dirs = {f: save_tiny_model(tmp_path_factory.mktemp(f), f) for f in FAMILIES}
+    # like real RoBERTa checkpoints: one token type, so no token_type_ids input
+    dirs["roberta-1type"] = save_tiny_model(tmp_path_factory.mktemp("roberta1"), "roberta", type_vocab_size=1)
+    return dirs
+
+
+def load(path) -> torch.nn.Module:
+    return AutoModelForSequenceClassification.from_pretrained(path).eval()
+
+
+def mask_file(model, path, granularity="head+neuron", empty: tuple[str, ...] = ()) -> dict:
+    """OMP masks at 50% saved as a mask file; every unit of the ``empty`` groups pruned."""
+    method = build_method(PruningConfig(method="omp", granularity=granularity, sparsity=0.5))
+    method.prepare(model, 1)
+    masks = method.masks()
+    for name in empty:
+        masks[name][:] = False
+    save_masks(path, masks, MaskMetadata(method="omp", base_model="tiny", granularity=granularity,
+                                         base_model_fingerprint=model_fingerprint(model, list(masks))))
+    return masks
+
+
+def input_names(model) -> list[str]:
+    """The ONNX inputs: token_type_ids for models with several token types (not DistilBERT)."""
+    types = model.config.model_type != "distilbert" and model.config.type_vocab_size > 1
+    return ["input_ids", "attention_mask", *(["token_type_ids"] if types else [])]
+
+
+def batch(model, size: int, length: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    out = {"input_ids": torch.randint(1000, 2000, (size, length), generator=g),
+           "attention_mask": torch.ones(size, length, dtype=torch.long)}
+    out["attention_mask"][-1, length // 3:] = 0
+    if "token_type_ids" in input_names(model):
+        out["token_type_ids"] = (torch.arange(length) >= length // 2).long().expand(size, length)
+    return out
+
+
+def ort_logits(path, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(["logits"], {k: v.numpy() for k, v in inputs.items()})[0]
+
+
+@needs_onnx
+@pytest.mark.parametrize("family", [*FAMILIES, "roberta-1type"])
+def test_shrunk_onnx_export_gives_the_masked_logits(tiny_dirs, tmp_path, family):
+    model = load(tiny_dirs[family])
+    prefix = {"bert": "bert.encoder.layer", "distilbert": "distilbert.transformer.layer"}.get(
+        family, "roberta.encoder.layer")
+    # layer 0 loses every head, layer 1 every FFN neuron: both keep one all-zero unit when shrunk
+    masks = mask_file(model, tmp_path / "m.safetensors", empty=(f"{prefix}.0.heads", f"{prefix}.1.neurons"))
+    FixedMaskMethod(PruningConfig(method="fixed"), masks=masks).prepare(model, 1)
+    out = api.export_masked(str(tiny_dirs[family]), tmp_path / "m.safetensors", tmp_path / "out",
+                            shrink=True, onnx=True)
+    info = json.loads((out / EXPORT_INFO_FILENAME).read_text())["onnx"]
+    assert info["file"] == "model.onnx" and info["outputs"] == ["logits"]
+    assert info["inputs"] == input_names(model) == (
+        ["input_ids", "attention_mask"] if family in ("distilbert", "roberta-1type") else
+        ["input_ids", "attention_mask", "token_type_ids"])
+    assert info["check"]["max_abs_diff"] <= 1e-4
+    for size, length in [(1, 5), (4, 17)]:  # dynamic batch and sequence axes
+        inputs = batch(model, size, length, seed=length)
+        with torch.no_grad():
+            masked = model(**inputs).logits.numpy()
+        np.testing.assert_allclose(ort_logits(out / "model.onnx", inputs), masked, rtol=0, atol=1e-4)
+
+
+@needs_onnx
+def test_cli_exports_onnx_for_a_plain_masked_model(tiny_dirs, tmp_path, capsys):
+    model = load(tiny_dirs["bert"])
+    masks = mask_file(model, tmp_path / "m.safetensors", granularity="unstructured")
+    args = ["--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+            "--out", str(tmp_path / "out"), "--onnx"]
+    assert main(["export", *args]) == 0
+    assert "with model.onnx" in capsys.readouterr().out
+    FixedMaskMethod(PruningConfig(method="fixed"), masks=masks).prepare(model, 1)
+    inputs = batch(model, 2, 12)
+    with torch.no_grad():
+        masked = model(**inputs).logits.numpy()
+    np.testing.assert_allclose(ort_logits(tmp_path / "out" / "model.onnx", inputs), masked, rtol=0, atol=1e-4)
+
+
+@needs_onnx
+def test_an_onnx_graph_that_disagrees_with_pytorch_is_refused(tiny_dirs, tmp_path, capsys, monkeypatch):
+    from srnet import onnx_export
+
+    model = load(tiny_dirs["bert"])
+    mask_file(model, tmp_path / "m.safetensors")
+    traced = onnx_export._Logits.forward
+    monkeypatch.setattr(onnx_export._Logits, "forward", lambda self, *x: traced(self, *x) + 0.01)
+    args = ["--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+            "--out", str(tmp_path / "out"), "--shrink", "--onnx"]
+    capsys.readouterr()
+    assert main(["export", *args]) == 2
+    assert re.fullmatch(r"error: ONNX Runtime's logits differ from PyTorch's by 0\.01 \(tolerance 0\.0001\) "
+                        r"on a 3 x 11 probe batch; the ONNX export is refused\n", capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["export", "bench"])
+def test_missing_onnx_extra_is_one_line_naming_the_extra(tiny_dirs, tmp_path, capsys, monkeypatch, command):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails as if not installed
+    if command == "export":
+        args = ["export", "--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+                "--out", str(tmp_path / "out"), "--onnx"]
+    else:
+        args = ["bench", str(tiny_dirs["bert"]), "--onnx", "--out", str(tmp_path / "b.json")]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(r"error: ONNX export and timing need the onnx extra \(\w+ is not installed\): "
+                        r"pip install 'srnet\[onnx\]'\n", err), err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "b.json").exists()
+
+
+@needs_onnx
+def test_bench_times_onnx_runtime_beside_pytorch(tiny_dirs, tmp_path, capsys):
+    import onnxruntime
+
+    out = tmp_path / "bench.json"
+    args = [str(tiny_dirs["bert"]), "--omp", "0.5", "--batch-sizes", "1", "2", "--lengths", "8",
+            "--rounds", "2", "--warmup", "1", "--onnx", "--out", str(out)]
+    assert main(["bench", *args]) == 0
+    result = json.loads(out.read_text())
+    labels = [str(tiny_dirs["bert"]), "omp 50% heads+neurons, shrunk", "omp 50% unstructured"]
+    rows = result["rows"]
+    assert [(r["model"], r["runtime"]) for r in rows[:6]] == [
+        (label, runtime) for label in labels for runtime in ("torch", "onnxruntime")]
+    assert [(r["batch"], r["length"]) for r in rows] == [(1, 8)] * 6 + [(2, 8)] * 6
+    for group in (rows[:6], rows[6:]):
+        dense = group[0]["latency_ms"]
+        assert group[0]["speedup"] == 1.0
+        assert all(r["speedup"] == pytest.approx(dense / r["latency_ms"]) for r in group)
+    assert result["environment"]["packages"]["onnxruntime"] == onnxruntime.__version__
+    assert result["onnxruntime"]["intra_op_threads"] == result["environment"]["torch_threads"]
+    assert result["onnxruntime"]["graph_optimization"] == "ORT_ENABLE_ALL"
+    printed = capsys.readouterr().out
+    assert f"onnxruntime {onnxruntime.__version__}" in printed
+    assert printed.splitlines()[4].split()[:2] == [str(tiny_dirs["bert"]), "onnxruntime"]
