@@ -1,6 +1,8 @@
 # Two commands from a fresh clone: `make demo` and `make test`.
 # Both create .venv when it is missing (pinned CPU torch from pyproject.toml) and install srnet
 # once; re-running them does not reinstall (the stamp is refreshed only when pyproject.toml changes).
+# The onnx extra (onnx + onnxruntime wheels, ~40 MB, CPU only; the torch pin is untouched) is
+# installed too, so CI runs the ONNX export and ONNX Runtime tests (they skip without it).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.srnet-installed
@@ -12,7 +14,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,onnx]"
 	touch $(STAMP)
 
 demo: $(STAMP)
