@@ -7,7 +7,10 @@ group's one axis-1 member.  The importance of a group is ``E_batches |dL/dxi|``:
 gradient of the training loss on each batch, averaged over batches.  Zeroing ``xi`` is exactly
 what pruning the group does to the forward pass, so ``dL/dxi`` is the first-order (Taylor)
 estimate of the loss change when the group is removed; it equals the sum over the group's
-columns of ``W * dL/dW`` of that member.
+columns of ``W * dL/dW`` of that member.  (The group's own mask gate,
+:class:`~srnet.sparsity.GroupMask`, also scales the Q, K, V rows and the FFN-in row; its gradient
+adds softmax-temperature and activation terms that removal does not follow, so the gate here
+sits on the output only.)
 
 Optionally each layer's importances are divided by their root mean square: Michel et al.
 divide by the L2 norm over a layer's heads; the extra ``sqrt(count)`` changes no ranking of
