@@ -114,6 +114,22 @@ def test_imp_on_mlm(tiny_model_dir, tmp_path):
     assert metrics["mlm_head"] == "new, trained with the mask"
 
 
+def test_gradient_head_importance_on_mlm(tiny_model_dir, tmp_path):
+    """OMP of heads and neurons by Michel et al.'s gradient importance of the MLM loss."""
+    corpus = write_corpus(tmp_path / "c.txt", 60)
+    pruning = {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5, "importance": "gradient",
+               "importance_batches": 2}
+    recipe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs", name="grad", objective={"name": "mlm"},
+                         pruning=pruning)
+    metrics = api.run(recipe).metrics
+    assert metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.02)
+    masks, _ = load_masks(tmp_path / "runs" / "grad" / "masks.safetensors")
+    assert {k: int((~m.bool()).sum()) for k, m in masks.items() if k.endswith("heads")} == {
+        "bert.encoder.layer.0.heads": 1, "bert.encoder.layer.1.heads": 1}
+    with pytest.raises(SrnetError, match=r"objective .distill. \(distillation from it\) is at its minimum"):
+        api.run({**recipe, "name": "kd", "objective": {"name": "distill"}})
+
+
 def test_transfer_one_mask_to_two_tasks(tamt_run, tiny_model_dir, capsys):
     result, folder = tamt_run
     tasks = [write_task(folder, "nli", tiny_model_dir), write_task(folder, "sst2", tiny_model_dir)]

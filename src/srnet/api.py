@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -214,21 +214,40 @@ def attack(
                       resources=resources)
 
 
-def prune_(model: torch.nn.Module, config: dict | Any, seed: int = 0) -> dict[str, torch.Tensor]:
+def prune_(
+    model: torch.nn.Module,
+    config: dict | Any,
+    seed: int = 0,
+    *,
+    batches: Iterable[Mapping[str, torch.Tensor]] | None = None,
+    loss: str = "ce",
+) -> dict[str, torch.Tensor]:
     """One-shot prune ``model`` in place with a pruning config (omp, random, fixed); return the masks.
 
     The verb mirrors ``torchao.quantize_``: the masks stay attached as parametrizations, so the
     model computes with them; ``srnet.export.bake_masks`` turns them into plain weights.
+    ``importance: gradient`` scores heads/neurons on ``batches`` (dicts of model inputs and
+    ``labels``; the first ``importance_batches`` are used) with the registered ``loss``.
     """
+    from accelerate.utils import send_to_device
+
+    from srnet.losses import build_loss
     from srnet.pruning import build_method
-    from srnet.pruning.base import OneShotMethod
+    from srnet.pruning.base import Calibration, OneShotMethod
     from srnet.pruning.config import PruningConfig
+    from srnet.training.objectives import Standard, loss_backward
 
     cfg = config if isinstance(config, PruningConfig) else PruningConfig.model_validate(config)
     method = build_method(cfg, seed)
     if not isinstance(method, OneShotMethod):
         raise SrnetError(f"method '{cfg.method}' learns its mask; use srnet.run with a training split")
+    if method.calibrates and batches is None:
+        raise SrnetError(f"importance '{cfg.importance}' scores on training batches: pass batches=")
     method.prepare(model, 1)
+    if method.calibrates:
+        device = next(model.parameters()).device
+        method.calibrate(model, Calibration((send_to_device(b, device) for b in batches or ()),
+                                            loss_backward(Standard(), build_loss(loss))))
     method.freeze()
     return method.masks()
 

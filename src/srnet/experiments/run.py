@@ -33,7 +33,7 @@ from srnet.models import (
     load_tokenizer,
 )
 from srnet.pruning import build_method
-from srnet.pruning.base import OneShotMethod, PruningMethod
+from srnet.pruning.base import PruningMethod
 from srnet.report import plot_sparsity_heatmap
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
 from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
@@ -115,8 +115,9 @@ def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
         loss = build_loss(recipe.loss.name, recipe.loss.params)
         extras = loss_extras(recipe, task, loss, data.train)
     method = build_method(recipe.pruning, recipe.seed)
-    if data.train is None and not isinstance(method, OneShotMethod):
-        raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
+    if data.train is None and method.needs_data:
+        how = " (importance 'gradient')" if method.calibrates else ""
+        raise SrnetError(f"pruning method '{recipe.pruning.method}'{how} needs data.train to find its mask")
     set_seed(recipe.seed)
     source = str(RunDir(Path(recipe.model.init_from)).model) if recipe.model.init_from else recipe.model.name
     tokenizer = load_tokenizer(source)

@@ -30,7 +30,7 @@ from srnet.export import export_model
 from srnet.io import atomic_write_json
 from srnet.models import default_device, load_masked_lm, load_tokenizer
 from srnet.pruning import build_method
-from srnet.pruning.base import OneShotMethod, PruningMethod
+from srnet.pruning.base import PruningMethod
 from srnet.sparsity.mask_io import load_masks, save_masks
 from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
@@ -72,8 +72,15 @@ def prepare_text(recipe: Recipe) -> TextRun:
             f"the text task trains with objective mlm, distill or mlm+distill, not '{recipe.objective.name}'"
         )
     method = build_method(recipe.pruning, recipe.seed)
-    if data.train is None and not isinstance(method, OneShotMethod):
-        raise SrnetError(f"pruning method '{recipe.pruning.method}' needs data.train to find its mask")
+    if method.calibrates and not objective.uses_mlm:
+        raise SrnetError(
+            f"importance 'gradient' needs a loss that changes with the heads/neurons of the unpruned "
+            f"model; objective '{recipe.objective.name}' (distillation from it) is at its minimum there: "
+            f"use mlm or mlm+distill"
+        )
+    if data.train is None and method.needs_data:
+        how = " (importance 'gradient')" if method.calibrates else ""
+        raise SrnetError(f"pruning method '{recipe.pruning.method}'{how} needs data.train to find its mask")
     set_seed(recipe.seed)
     init_from = recipe.model.init_from
     source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name

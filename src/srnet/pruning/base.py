@@ -5,13 +5,21 @@ parametrizations; the training loop then calls ``param_groups``, ``penalty`` and
 optimizer step, ``on_step(step)``; ``freeze()`` makes the applied mask exact at the current
 target before an evaluation or a save.  Resuming: ``prepare`` a fresh model, load the saved
 (parametrized) ``model.state_dict()``, then ``method.load_state_dict``.
+
+A method that decides its masks from training gradients (``calibrates``: ``omp`` with
+``importance: gradient``) is then ``calibrate``-d once, after ``prepare`` and the objective's
+setup and before the first step, with a :class:`Calibration`: the run's training batches and
+its loss's forward/backward.  Until then its masks are all ones.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import torch
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
@@ -34,6 +42,17 @@ def build_method(cfg: PruningConfig, seed: int = 0) -> PruningMethod:
     return get_method(cfg.method).from_config(cfg, seed)
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """Training data for a method that decides its masks from gradients (see ``calibrates``)."""
+
+    batches: Iterable[Mapping[str, Tensor]]
+    """Training batches in a fixed order, on the model's device; the method takes what it needs."""
+    backward: Callable[[nn.Module, Mapping[str, Tensor]], None]
+    """Forward pass, training loss and ``backward`` on one batch (the run's objective and loss;
+    no penalty, no optimizer step): gradients accumulate into whatever requires them."""
+
+
 class PruningMethod(ABC):
     """Decides the masks of ``targets`` (the prunable weights selected by the config)."""
 
@@ -50,6 +69,7 @@ class PruningMethod(ABC):
         self.step = 0
         self._masks: list[FixedMask] = []
         self.fused: FusedMaskForward | None = None
+        self.calibrated = False
 
     @classmethod
     def from_config(cls, cfg: PruningConfig, seed: int = 0) -> PruningMethod:
@@ -72,6 +92,33 @@ class PruningMethod(ABC):
         self.setup(model)
         if not self.structured and FusedMaskForward.fusable(self._masks):  # fused training step
             self.fused = FusedMaskForward(model, [t.module for t in self.targets], self._masks)
+
+    @property
+    def calibrates(self) -> bool:
+        """Whether :meth:`calibrate` must run after ``prepare`` (masks from training gradients)."""
+        return False
+
+    @property
+    def needs_data(self) -> bool:
+        """Whether the mask needs training data: learned masks always, one-shot ones only when
+        they calibrate."""
+        return True
+
+    def calibrate(self, model: nn.Module, data: Calibration) -> None:
+        """Decide the masks from training gradients; called once after ``prepare`` (and the
+        objective's setup) by whoever trains or prunes, when :attr:`calibrates`."""
+        if not self.calibrates:
+            raise SrnetError(f"pruning method '{self.name}' does not calibrate on training batches")
+        if not self.targets:
+            raise SrnetError(f"pruning method '{self.name}' must be prepared before it is calibrated")
+        if self.calibrated:
+            raise SrnetError(f"pruning method '{self.name}' is already calibrated")
+        self.calibrate_masks(model, data)
+        self.calibrated = True
+
+    def calibrate_masks(self, model: nn.Module, data: Calibration) -> None:
+        """Set the masks from ``data`` (methods that calibrate implement it)."""
+        raise NotImplementedError
 
     @property
     def structured(self) -> bool:
@@ -135,6 +182,8 @@ class PruningMethod(ABC):
     # -- results ---------------------------------------------------------------------------
     def masks(self) -> dict[str, Tensor]:
         """The applied binary masks keyed by module name (group gates keyed by group name)."""
+        if self.calibrates and not self.calibrated:
+            raise RuntimeError(f"internal error: pruning method '{self.name}' was never calibrated")
         return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
 
     def scores(self) -> dict[str, Tensor] | None:
@@ -161,17 +210,25 @@ class PruningMethod(ABC):
 
 
 class OneShotMethod(PruningMethod):
-    """Decides the mask once in ``prepare``; the weights stay trainable."""
+    """Decides the mask once in ``prepare`` (or, when it ``calibrates``, in ``calibrate``: all
+    ones until then); the weights stay trainable."""
+
+    @property
+    def needs_data(self) -> bool:
+        return self.calibrates
 
     def setup(self, model: nn.Module) -> None:
-        keeps = self.decide()
+        if self.calibrates:  # gates xi = 1 until calibrate decides
+            keeps = [torch.ones(t.shape, dtype=torch.bool) for t in self.targets]
+        else:
+            keeps = self.decide()
         self.attach_masks(
             [FixedMask(k, original_weight(t.module)) for t, k in zip(self.targets, keeps, strict=True)]
         )
 
     @abstractmethod
     def decide(self) -> list[Tensor]:
-        """One boolean keep mask per target."""
+        """One boolean keep mask per target (not called for a method that calibrates)."""
 
     def current_sparsity(self, step: int) -> float:
         return self.cfg.sparsity

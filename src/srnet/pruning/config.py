@@ -137,6 +137,21 @@ class PruningConfig(BaseModel):
         description="'local': the same sparsity in each matrix (each layer's heads/neurons); "
         "'global': one threshold across them.",
     )
+    importance: Literal["magnitude", "gradient"] = Field(
+        "magnitude",
+        description="omp: how groups and weights are scored.  'magnitude': |W| (a group's RMS); "
+        "'gradient' (heads/neurons only): E|dL/dxi| of a gate xi = 1 on each head's or neuron's "
+        "output over the first importance_batches training batches (Michel et al. 2019).",
+    )
+    importance_batches: int = Field(
+        32, ge=1,
+        description="importance 'gradient': training batches averaged (fewer if the split has fewer).",
+    )
+    importance_normalize: bool = Field(
+        True,
+        description="importance 'gradient': divide each layer's head (neuron) importances by their "
+        "root mean square (Michel et al.'s per-layer L2 norm, scaled so heads and neurons compare).",
+    )
     roles: list[str] = Field(
         default_factory=lambda: list(DEFAULT_ROLES),
         description=f"Weight roles to mask, among {list(ALL_ROLES)}.",
@@ -174,6 +189,17 @@ class PruningConfig(BaseModel):
                     f"granularity '{old}' (the old name of scope) contradicts scope '{data['scope']}'"
                 )
         return data
+
+    @model_validator(mode="after")
+    def _check_importance(self) -> PruningConfig:
+        if self.importance == "gradient" and self.method != "omp":
+            raise ValueError(f"importance 'gradient' is for method 'omp', not '{self.method}'")
+        if self.importance == "gradient" and self.granularity == "unstructured":
+            raise ValueError(
+                "importance 'gradient' scores heads and neurons: it needs granularity head, neuron "
+                "or head+neuron, not 'unstructured'"
+            )
+        return self
 
     @field_validator("sparsity")
     @classmethod

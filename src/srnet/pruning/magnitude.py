@@ -1,13 +1,14 @@
-"""One-shot magnitude pruning (OMP) of the current weights."""
+"""One-shot pruning (OMP) of the current weights: by magnitude, or heads/neurons by gradient importance."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torch import Tensor
+from torch import Tensor, nn
 
 from srnet.models import MaskGroup, PrunableWeight
-from srnet.pruning.base import OneShotMethod, register_method
+from srnet.pruning.base import Calibration, OneShotMethod, register_method
+from srnet.pruning.importance import gradient_importance, normalize_per_layer
 from srnet.sparsity import FixedMask, original_weight, rank
 
 
@@ -43,8 +44,31 @@ def group_magnitude(group: MaskGroup) -> Tensor:
 
 @register_method("omp")
 class OneShotMagnitude(OneShotMethod):
-    """Keep the largest-magnitude weights or groups (per matrix/layer or globally) at the target."""
+    """Keep the most important weights or groups (per matrix/layer or globally) at the target.
+
+    Importance (``cfg.importance``): the magnitude of the weights, or for heads and neurons the
+    gradient of the training loss with respect to a gate on each (:mod:`srnet.pruning.importance`),
+    which is measured in :meth:`calibrate` on training batches.
+    """
+
+    importances: list[Tensor] | None = None
+    """The gradient importances that :meth:`calibrate` ranked (normalised when configured)."""
+
+    @property
+    def calibrates(self) -> bool:
+        return self.cfg.importance == "gradient"
 
     def decide(self) -> list[Tensor]:
-        ranked = rank(magnitudes(self.targets), self.cfg.sparsity, self.cfg.scope)
-        return [keep for keep, _ in ranked]
+        return self.ranked(magnitudes(self.targets))
+
+    def calibrate_masks(self, model: nn.Module, data: Calibration) -> None:
+        scores = gradient_importance(model, self.targets, data, self.cfg.importance_batches, self.seed)
+        if self.cfg.importance_normalize:
+            scores = normalize_per_layer(scores)
+        self.importances = scores
+        for mask, keep in zip(self._masks, self.ranked(scores), strict=True):
+            mask.set_mask(keep)
+
+    def ranked(self, scores: list[Tensor]) -> list[Tensor]:
+        """Keep masks of the highest ``scores`` at the target sparsity, per ``cfg.scope``."""
+        return [keep for keep, _ in rank(scores, self.cfg.sparsity, self.cfg.scope)]

@@ -4,8 +4,9 @@ The loop owns optimisation (AdamW, linear warm-up/decay, clipping, accumulation)
 evaluation cadence, best-checkpoint choice on the ID dev metric only, resumable
 checkpoints and logging.  The step itself is :func:`srnet.training.objectives.train_step` with a
 registered objective (``standard``, ``freelb``) and a registered loss.  A pruning method plugs in
-through its small interface (``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``);
-dense training is the ``dense`` method, whose mask set is empty.
+through its small interface (``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``;
+``calibrate`` on the first training batches for one that ``calibrates``); dense training is the
+``dense`` method, whose mask set is empty.
 
 In a multi-process run (``accelerate launch``) every rank trains and evaluates; only the main
 process writes checkpoints, exports and logs, and the others wait for it after each write.
@@ -18,12 +19,13 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import send_to_device
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
@@ -33,7 +35,7 @@ from srnet.errors import SrnetError
 from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
 from srnet.losses import Loss
-from srnet.pruning.base import PruningMethod
+from srnet.pruning.base import Calibration, PruningMethod
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
     load_model_state,
@@ -43,7 +45,7 @@ from srnet.training.checkpoint import (
     set_rng_state,
 )
 from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler
-from srnet.training.objectives import Objective, Standard, train_step
+from srnet.training.objectives import Objective, Standard, loss_backward, train_step
 
 DevMetric = Callable[[torch.nn.Module], float]
 """Evaluates the model (already frozen and in eval mode) on the ID dev split; higher is better."""
@@ -150,6 +152,10 @@ class Trainer:
         )
         method.prepare(model, self.steps)
         self.objective.setup(model, tokenizer)
+        if method.calibrates:  # e.g. omp with gradient importance: scored on the first batches
+            model.to(self.accelerator.device)
+            data = Calibration(self._first_batches(), loss_backward(self.objective, loss_fn))
+            method.calibrate(model, data)
         groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
         trained = {id(p) for p in model.parameters() if p.requires_grad}
         mask_params = {id(p) for g in groups for p in g["params"]}
@@ -247,6 +253,12 @@ class Trainer:
         return load_masks(masks_path)[0] if masks_path.exists() else None
 
     # ----------------------------------------------------------------- internals
+    def _first_batches(self) -> Iterator[dict[str, torch.Tensor]]:
+        """The batches of the first epoch in training order, on the device; the loader before
+        Accelerate shards it, so every process sees the same batches (and decides the same mask)."""
+        loader, device = self.loader, self.accelerator.device
+        return (send_to_device(batch, device) for batch in loader)
+
     def _trained_params(self) -> list[torch.nn.Parameter]:
         return [p for g in self.optimizer.param_groups for p in g["params"]]
 

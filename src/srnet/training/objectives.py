@@ -135,6 +135,18 @@ def train_step(
     return logs
 
 
+def loss_backward(
+    objective: Objective, loss: Loss | None
+) -> Callable[[nn.Module, Mapping[str, Tensor]], None]:
+    """``(model, batch) -> None``: the objective's forward, loss and ``backward`` on one batch, with
+    no penalty and no optimizer step (what a pruning method's ``calibrate`` differentiates)."""
+
+    def run(model: nn.Module, batch: Mapping[str, Tensor]) -> None:
+        objective.step(model, batch, loss, progress=0.0, penalty=lambda: None, backward=Tensor.backward)
+
+    return run
+
+
 class FreeLBParams(BaseModel):
     """FreeLB (Zhu et al., 2020) as Robust Tickets runs it: L2 ascent on the input embeddings."""
 
