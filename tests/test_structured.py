@@ -209,6 +209,36 @@ def test_a_method_without_group_support_refuses_a_structured_granularity():
         WeightsOnly(PruningConfig(method="omp", granularity="head")).prepare(torch.nn.Linear(2, 2), 1)
 
 
+def test_fixed_follows_a_structured_mask_file_and_keeps_its_gates(tiny_dirs, tmp_path):
+    model = load(tiny_dirs["bert"])
+    masks = _structured_mask_file(model, tmp_path / "masks.safetensors")
+    reference = logits(load(tiny_dirs["bert"]).eval())
+    method = build_method(PruningConfig(method="fixed", mask_file=str(tmp_path / "masks.safetensors")))
+    method.prepare(model, 1)
+    assert method.granularity == "head+neuron"
+    kept = method.masks()
+    assert list(kept) == list(masks) and all(torch.equal(kept[k], masks[k]) for k in masks)
+    assert method.current_sparsity(0) == pytest.approx(method.sparsity_report()["overall"])
+    assert not torch.equal(logits(model), reference)
+    query = model.bert.encoder.layer[0].attention.self.query.weight
+    assert bool((query == 0).all())  # layer 0 lost every head
+
+    path = str(tmp_path / "masks.safetensors")
+    build_method(PruningConfig(method="fixed", granularity="head+neuron", mask_file=path)).prepare(
+        load(tiny_dirs["bert"]), 1)  # a matching granularity may be given
+    with pytest.raises(SrnetError, match=r"^pruning\.granularity 'head' contradicts the given mask "
+                                         r"\(granularity 'head\+neuron' gates\); leave it out"):
+        build_method(PruningConfig(method="fixed", granularity="head", mask_file=path)).prepare(
+            load(tiny_dirs["bert"]), 1)
+    weights = pruned(load(tiny_dirs["bert"]), "unstructured").masks()
+    with pytest.raises(SrnetError, match=r"'neuron' contradicts the given mask \(per-weight masks\)"):
+        FixedMaskMethod(PruningConfig(method="fixed", granularity="neuron"), masks=weights).prepare(model, 1)
+    bad = {**masks, "bert.encoder.layer.0.heads": torch.ones(3, dtype=torch.bool)}
+    with pytest.raises(SrnetError, match=r"mask 'bert\.encoder\.layer\.0\.heads' has shape \[3\] but the "
+                                         r"model's group has shape \[2\]"):
+        FixedMaskMethod(PruningConfig(method="fixed"), masks=bad).prepare(load(tiny_dirs["bert"]), 1)
+
+
 def test_old_granularity_key_reads_as_scope():
     assert PruningConfig(granularity="global").scope == "global"
     with pytest.raises(ValueError, match="contradicts scope 'local'"):
