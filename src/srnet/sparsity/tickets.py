@@ -31,7 +31,7 @@ SCORES_FORMAT = "1"
 
 
 def save_scores(path: str | Path, scores: Mapping[str, Tensor], metadata: MaskMetadata) -> Path:
-    """Write float32 ``scores`` keyed by module name, with ``metadata``, atomically."""
+    """Write float32 ``scores`` keyed by module (or group) name, with ``metadata``, atomically."""
     tensors = {name: s.detach().float().cpu().contiguous() for name, s in scores.items()}
     header = {"srnet_scores": SCORES_FORMAT, "metadata": metadata.model_dump_json(),
               "order": json.dumps(list(tensors))}
