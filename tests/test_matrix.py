@@ -2,8 +2,9 @@
 
 The objective axis: every cell runs ``standard``; ``freelb`` (2 ascent steps) runs on a
 diagonal of five cells (each learned-mask or trained-weight family, each loss once), which keeps
-the matrix fast.  The granularity axis: a few cells with head/neuron masks, whose shrunk export
-must also give the masked model's logits.
+the matrix fast.  The granularity axis: every method once with head/neuron masks (``fixed`` from
+a structured mask file, whose granularity it follows), whose shrunk export must also give the
+masked model's logits.
 
 Each cell runs a whole recipe (``srnet.api.run``) on a tiny random BERT and the synthetic
 task, then checks: the target sparsity is reached exactly in every matrix; the mask file
@@ -41,6 +42,11 @@ CELLS = (
     + [(m, loss, "freelb") for m, loss in
        [("mask_train", "poe"), ("l0", "ce"), ("imp", "conf_reg"), ("omp", "rmc"), ("fixed", "reweight")]]
 )
+# the granularity axis, also from the registries: each method with a structured granularity and a
+# loss, both taken in turn (l0 lands on head+neuron)
+STRUCTURED = ("head", "neuron", "head+neuron")
+GRANULARITY_CELLS = [(m, LOSSES[i % len(LOSSES)], STRUCTURED[i % len(STRUCTURED)])
+                     for i, m in enumerate(METHODS)]
 LABELS = ["entailment", "neutral", "contradiction"]
 
 
@@ -82,11 +88,29 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def structured_mask_files(tiny_model_dir, tmp_path_factory):
+    """Masks for the `fixed` method's structured cells: one-shot magnitude group gates, by granularity."""
+    from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint
+
+    root = tmp_path_factory.mktemp("fixed_structured")
+    paths = {}
+    for granularity in STRUCTURED:
+        model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
+        masks = api.prune_(model, {"method": "omp", "sparsity": SPARSITY, "granularity": granularity})
+        paths[granularity] = root / f"{granularity}.safetensors"
+        save_masks(paths[granularity], masks, MaskMetadata(
+            method="omp", base_model=str(tiny_model_dir), granularity=granularity,
+            base_model_fingerprint=model_fingerprint(model, list(masks))))
+    return paths
+
+
 def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask,
            objective: str = "standard", granularity: str = "unstructured") -> dict:
     pruning = {"method": method, "sparsity": SPARSITY, "rerank_every": 3, "granularity": granularity}
     if method == "fixed":
         pruning["mask_file"] = str(fixed_mask)
+        del pruning["granularity"]  # it follows the mask file
     loss_cfg = {"name": loss, "bias_predictions": str(extras / "bias" / "train.jsonl"),
                 "teacher": str(extras / "teacher"), "difficulty": str(extras / "difficulty.jsonl")}
     return {
@@ -110,15 +134,12 @@ def test_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, e
                fixed_mask_file, monkeypatch)
 
 
-@pytest.mark.parametrize(("method", "loss", "granularity"), [
-    ("omp", "ce", "head+neuron"), ("mask_train", "poe", "head+neuron"), ("imp", "reweight", "head"),
-    ("mask_train", "conf_reg", "neuron"),
-])
+@pytest.mark.parametrize(("method", "loss", "granularity"), GRANULARITY_CELLS)
 def test_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
-                          fixed_mask_file, monkeypatch):
-    """A few cells with head/neuron masks, whose shrunk export also gives the masked logits."""
+                          structured_mask_files, monkeypatch):
+    """Each method with head/neuron masks, whose shrunk export also gives the masked logits."""
     run, masked_logits = check_cell(method, loss, "standard", granularity, tmp_path, tiny_model_dir,
-                                    extras_dir, fixed_mask_file, monkeypatch)
+                                    extras_dir, structured_mask_files[granularity], monkeypatch)
     shrunk = load_model(api.export_masked(str(run), run, tmp_path / "shrunk", shrink=True))
     tokenizer = AutoTokenizer.from_pretrained(run / "model")
     logits = predict_logits(shrunk, tokenizer, generate_synthetic("dev", 24, seed=0), max_length=48)

@@ -111,9 +111,132 @@ def test_mask_training_learns_group_gates(tiny_dirs):
                       "bert.encoder.layer.1.heads": 1, "bert.encoder.layer.1.neurons": 32}
 
 
-def test_l0_refuses_groups():
-    with pytest.raises(SrnetError, match="'l0' does not support granularity 'head'"):
-        build_method(PruningConfig(method="l0", granularity="head")).prepare(torch.nn.Linear(2, 2), 1)
+def _train_l0(model, granularity: str, steps: int, scope: str = "local", **l0):
+    """An l0 gate search on ``model`` (the trainer's protocol, an SGD step per batch)."""
+    cfg = PruningConfig(method="l0", granularity=granularity, sparsity=0.5, scope=scope, mask_lr=0.5,
+                        l0={"lambda_": 1.0, **l0})
+    method = build_method(cfg)
+    method.prepare(model, steps)
+    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.mask_lr)
+    model.train()
+    for step in range(1, steps + 1):
+        (model(**batch(step), labels=torch.tensor([0, 1, 2])).loss + method.penalty()).backward()
+        assert all(g.log_alpha.grad is not None and g.log_alpha.grad.shape == (g.mask.numel(),)
+                   for g in method._masks)
+        optimizer.step()
+        optimizer.zero_grad()
+        method.on_step(step)
+    method.freeze()
+    return method
+
+
+@pytest.mark.parametrize(("granularity", "scope"), [
+    ("head", "local"), ("neuron", "local"), ("head+neuron", "local"), ("head+neuron", "global")])
+def test_l0_gates_heads_and_neurons_and_freezes_to_the_exact_group_sparsity(tiny_dirs, granularity, scope):
+    model = load(tiny_dirs["bert"])
+    method = _train_l0(model, granularity, 3, scope)
+    masks = method.masks()
+    kinds = granularity.split("+")
+    assert sorted(masks) == sorted(f"bert.encoder.layer.{i}.{k}s" for i in range(2) for k in kinds)
+    counts = {"heads": 2, "neurons": 64}
+    assert {k: tuple(m.shape) for k, m in masks.items()} == {k: (counts[k.rsplit(".", 1)[1]],) for k in masks}
+    zeros = {k: int((~m).sum()) for k, m in masks.items()}
+    if scope == "local":  # per layer: round(0.5 * 2) = 1 head, 32 neurons
+        assert zeros == {k: counts[k.rsplit(".", 1)[1]] // 2 for k in masks}
+    else:  # one ranking over all 132 heads and neurons
+        assert sum(zeros.values()) == 66
+    assert method.sparsity_report()["overall"] == pytest.approx(0.5)  # the fraction of heads/neurons
+    ranked = [(m.log_alpha.detach(), masks[t.name])
+              for t, m in zip(method.targets, method._masks, strict=True)]
+    if scope == "global":
+        ranked = [(torch.cat([a for a, _ in ranked]), torch.cat([k for _, k in ranked]))]
+    for log_alpha, keep in ranked:
+        assert log_alpha[keep].min() >= log_alpha[~keep].max()
+    scores = method.scores()  # keep probabilities of whole groups, for the ticket draw
+    assert {k: s.shape for k, s in scores.items()} == {k: m.shape for k, m in masks.items()}
+    # eval: the frozen gates zero whole heads (rows of Q, K, V and columns of the output)
+    gate = masks["bert.encoder.layer.0.heads"] if "head" in kinds else None
+    if gate is not None:
+        model.eval()
+        query = model.bert.encoder.layer[0].attention.self.query.weight
+        out = model.bert.encoder.layer[0].attention.output.dense.weight
+        for h in range(2):
+            rows, cols = query[16 * h: 16 * (h + 1)], out[:, 16 * h: 16 * (h + 1)]
+            assert bool((rows == 0).all()) == bool((cols == 0).all()) == (not gate[h])
+
+
+def test_l0_group_members_share_one_draw_per_forward(tiny_dirs):
+    """Training draws: Q, K, V rows and output columns of a head (FFN-in row and FFN-out column of
+    a neuron) get the same stochastic gate, zero or not together; every forward draws anew."""
+    model = load(tiny_dirs["bert"])
+    _train_l0(model, "head+neuron", 1, init_keep=0.3)  # low keep: many exact zeros
+    seen: dict[int, list[torch.Tensor]] = {}
+
+    def record(member, args, output):  # the member's gates, from its weight before and after
+        ratio = output / args[0]
+        gates = ratio[:: member.width, 0] if member.axis == 0 else ratio[0, :: member.width]
+        assert torch.equal(output == 0, member.expand(gates == 0).expand_as(output))  # rows/cols together
+        seen.setdefault(id(member.gate), []).append(gates)
+
+    from srnet.sparsity import GroupMask
+
+    for module in model.modules():
+        if isinstance(module, GroupMask):
+            module.register_forward_hook(record)
+    model.train()
+    draws = []
+    for step in range(3):
+        seen.clear()
+        model(**batch(step))
+        assert sorted(len(v) for v in seen.values()) == [2, 2, 4, 4]  # every member, once
+        for gates in seen.values():
+            for other in gates[1:]:
+                torch.testing.assert_close(other, gates[0], rtol=1e-5, atol=1e-6)
+        draws.append(torch.cat([g[0] for g in seen.values()]))
+    everything = torch.cat(draws)
+    assert bool((everything == 0).any()) and bool((everything > 0).any())
+    assert not torch.equal(draws[0], draws[1])
+
+
+def test_a_method_without_group_support_refuses_a_structured_granularity():
+    from srnet.pruning.magnitude import OneShotMagnitude
+
+    class WeightsOnly(OneShotMagnitude):
+        name = "weights_only"
+        groups_ok = False
+
+    with pytest.raises(SrnetError, match="'weights_only' does not support granularity 'head'"):
+        WeightsOnly(PruningConfig(method="omp", granularity="head")).prepare(torch.nn.Linear(2, 2), 1)
+
+
+def test_fixed_follows_a_structured_mask_file_and_keeps_its_gates(tiny_dirs, tmp_path):
+    model = load(tiny_dirs["bert"])
+    masks = _structured_mask_file(model, tmp_path / "masks.safetensors")
+    reference = logits(load(tiny_dirs["bert"]).eval())
+    method = build_method(PruningConfig(method="fixed", mask_file=str(tmp_path / "masks.safetensors")))
+    method.prepare(model, 1)
+    assert method.granularity == "head+neuron"
+    kept = method.masks()
+    assert list(kept) == list(masks) and all(torch.equal(kept[k], masks[k]) for k in masks)
+    assert method.current_sparsity(0) == pytest.approx(method.sparsity_report()["overall"])
+    assert not torch.equal(logits(model), reference)
+    query = model.bert.encoder.layer[0].attention.self.query.weight
+    assert bool((query == 0).all())  # layer 0 lost every head
+
+    path = str(tmp_path / "masks.safetensors")
+    build_method(PruningConfig(method="fixed", granularity="head+neuron", mask_file=path)).prepare(
+        load(tiny_dirs["bert"]), 1)  # a matching granularity may be given
+    with pytest.raises(SrnetError, match=r"^pruning\.granularity 'head' contradicts the given mask "
+                                         r"\(granularity 'head\+neuron' gates\); leave it out"):
+        build_method(PruningConfig(method="fixed", granularity="head", mask_file=path)).prepare(
+            load(tiny_dirs["bert"]), 1)
+    weights = pruned(load(tiny_dirs["bert"]), "unstructured").masks()
+    with pytest.raises(SrnetError, match=r"'neuron' contradicts the given mask \(per-weight masks\)"):
+        FixedMaskMethod(PruningConfig(method="fixed", granularity="neuron"), masks=weights).prepare(model, 1)
+    bad = {**masks, "bert.encoder.layer.0.heads": torch.ones(3, dtype=torch.bool)}
+    with pytest.raises(SrnetError, match=r"mask 'bert\.encoder\.layer\.0\.heads' has shape \[3\] but the "
+                                         r"model's group has shape \[2\]"):
+        FixedMaskMethod(PruningConfig(method="fixed"), masks=bad).prepare(load(tiny_dirs["bert"]), 1)
 
 
 def test_old_granularity_key_reads_as_scope():

@@ -88,3 +88,56 @@ def test_l0_run_ticket_draw_and_fixed_retraining_from_pretrained(tmp_path, tiny_
     assert bool((weight[~ticket[name]] == 0).all())
     assert not torch.equal(weight[ticket[name]], pretrained[f"{name}.weight"][ticket[name]])  # it trained
     assert retrained.metrics["sparsity"]["overall"] == pytest.approx(ticket_meta.sparsity)
+
+
+def test_structured_l0_ticket_retrains_with_its_gates_and_shrinks(tmp_path, tiny_model_dir, capsys):
+    """l0 over heads and neurons -> an exact structured ticket -> fixed retraining keeps the gates
+    -> the shrunk export gives the masked model's logits."""
+    from transformers import AutoModelForSequenceClassification
+
+    from srnet import load_model
+    from srnet.pruning import FixedMaskMethod
+
+    base = {"task": "synthetic_nli", "seed": 0, "output_dir": str(tmp_path),
+            "model": {"name": str(tiny_model_dir), "max_length": 48},
+            "data": {"train": _synthetic("train", 32), "dev": _synthetic("dev", 16)},
+            "training": {"max_steps": 4, "batch_size": 8, "eval_every": 2, "lr": 1e-3, "select_after": 0.0}}
+    l0 = api.run(base | {"name": "l0", "pruning": {
+        "method": "l0", "sparsity": 0.2, "granularity": "head+neuron", "mask_lr": 0.1,
+        "l0": {"lambda_": 1.0, "lambda_start": 0.25, "lambda_warmup": 0.5}}})
+    scores, meta = load_scores(l0.run_dir)
+    assert meta.granularity == "head+neuron"
+    sizes = {"heads": 2, "neurons": 64}
+    assert {k: tuple(s.shape) for k, s in scores.items()} == {
+        f"bert.encoder.layer.{i}.{kind}": (n,) for i in range(2) for kind, n in sizes.items()}
+
+    ticket_file = tmp_path / "ticket.safetensors"
+    assert main(["masks", "draw", str(l0.run_dir), "--sparsity", "0.45", "--out", str(ticket_file)]) == 0
+    ticket, ticket_meta = load_masks(ticket_file)
+    assert set(ticket) == set(scores) and ticket_meta.granularity == "head+neuron"
+    assert sum(int((~m).sum()) for m in ticket.values()) == round(0.45 * 132)  # heads and neurons
+    kept = torch.cat([scores[n][ticket[n]] for n in ticket])
+    dropped = torch.cat([scores[n][~ticket[n]] for n in ticket])
+    assert kept.min() >= dropped.max()
+
+    # retrain with the ticket held fixed: no granularity given, it follows the file
+    fixed = {"method": "fixed", "mask_file": str(ticket_file)}
+    retrained = api.run(base | {"name": "retrain", "pruning": fixed})
+    gates, gates_meta = load_masks(retrained.run_dir)
+    assert gates_meta.granularity == "head+neuron"
+    assert list(gates) == list(ticket) and all(torch.equal(gates[n], ticket[n]) for n in ticket)
+    assert retrained.metrics["sparsity"]["overall"] == pytest.approx(59 / 132)
+
+    capsys.readouterr()
+    out = tmp_path / "shrunk"
+    assert main(["export", "--model", str(retrained.run_dir), "--masks", str(retrained.run_dir),
+                 "--out", str(out), "--shrink"]) == 0
+    shrunk = load_model(out)
+    masked = AutoModelForSequenceClassification.from_pretrained(retrained.run_dir / "model").eval()
+    FixedMaskMethod(PruningConfig(method="fixed"), masks=gates).prepare(masked, 1)
+    assert shrunk.bert.encoder.layer[0].intermediate.dense.weight.shape[0] < 64
+    g = torch.Generator().manual_seed(0)
+    inputs = {"input_ids": torch.randint(1000, 2000, (3, 9), generator=g),
+              "attention_mask": torch.ones(3, 9, dtype=torch.long)}
+    with torch.no_grad():
+        torch.testing.assert_close(shrunk(**inputs).logits, masked(**inputs).logits, rtol=0, atol=1e-5)

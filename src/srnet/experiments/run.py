@@ -35,7 +35,7 @@ from srnet.models import (
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
 from srnet.report import plot_sparsity_heatmap
-from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
 from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
 from srnet.tasks import Task, get_task
 from srnet.tasks.base import Example
@@ -122,8 +122,7 @@ def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
     source = str(RunDir(Path(recipe.model.init_from)).model) if recipe.model.init_from else recipe.model.name
     tokenizer = load_tokenizer(source)
     model = load_classifier(source, task.labels)
-    if recipe.pruning.mask_file:
-        load_masks(recipe.pruning.mask_file, model)  # readable, and fits this model
+    method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
     return Prepared(source, tokenizer, model, method, loss, extras or {})
 
 
@@ -144,7 +143,7 @@ def _execute(
             model, tokenizer, train_set, recipe.training, ready.loss, run,
             seed=recipe.seed, method=method, dev_metric=dev_metric,
             objective=build_objective(recipe.objective.name, recipe.objective.params),
-            mask_metadata=lambda m: _mask_metadata(recipe, source, model, m),
+            mask_metadata=lambda m: _mask_metadata(recipe, method, source, model, m),
         )
         state = trainer.train(resume=resume)
         best_step = state.best_step
@@ -181,7 +180,7 @@ def _execute(
     metrics["sparsity"] = _sparsity_block(masks, recipe, final)
     if recipe.dense_reference:
         metrics["f_bias"] = f_bias_block(metrics, Path(recipe.dense_reference))
-    metadata = _mask_metadata(recipe, source, model, masks) if masks else None
+    metadata = _mask_metadata(recipe, method, source, model, masks) if masks else None
     if masks:
         save_masks(run.masks, masks, metadata)
         scores = method.scores()
@@ -234,14 +233,16 @@ def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length
         raise RuntimeError(f"internal error: baked model differs from the masked model by {gap:.2e}")
 
 
-def _mask_metadata(recipe: Recipe, source: str, model: torch.nn.Module, masks) -> MaskMetadata:
+def _mask_metadata(
+    recipe: Recipe, method: PruningMethod, source: str, model: torch.nn.Module, masks
+) -> MaskMetadata:
     cfg = recipe.pruning
     return MaskMetadata(
         method=cfg.method,
         base_model=source,
         base_model_fingerprint=model_fingerprint(model, list(masks)),
         recipe_hash=recipe.fingerprint(),
-        granularity=cfg.granularity,
+        granularity=method.granularity,  # fixed: its mask's
         target_sparsity=cfg.sparsity,
     )
 

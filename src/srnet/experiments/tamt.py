@@ -31,7 +31,7 @@ from srnet.io import atomic_write_json
 from srnet.models import default_device, load_masked_lm, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
-from srnet.sparsity.mask_io import load_masks, save_masks
+from srnet.sparsity.mask_io import save_masks
 from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
 from srnet.training.loop import Trainer
@@ -107,8 +107,7 @@ def prepare_text(recipe: Recipe) -> TextRun:
     if fresh:
         log.info("new MLM head on top of %s: %s", source,
                  "trained along with the mask" if trained else "not trained (MLM dev loss is not meaningful)")
-    if recipe.pruning.mask_file:
-        load_masks(recipe.pruning.mask_file, model)  # readable, and fits this model
+    method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
     return TextRun(source, tokenizer, model, method, objective, head, train, dev)
 
 
@@ -136,7 +135,7 @@ def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -
         trainer = Trainer(
             model, tokenizer, TextBlocks(ready.train), recipe.training, None, run,
             seed=recipe.seed, method=method, objective=objective, dev_metric=dev_metric,
-            mask_metadata=lambda m: _mask_metadata(recipe, ready.source, model, m),
+            mask_metadata=lambda m: _mask_metadata(recipe, method, ready.source, model, m),
         )
         best_step = trainer.train(resume=resume).best_step
         masks = trainer.load_best() or {}
@@ -154,7 +153,7 @@ def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -
                    "train": 0 if ready.train is None else len(ready.train)},
         "pretraining": score(model),
     }
-    metadata = _mask_metadata(recipe, ready.source, model, masks) if masks else None
+    metadata = _mask_metadata(recipe, method, ready.source, model, masks) if masks else None
     if masks:
         table = sparsity_table(masks).as_dict()
         metrics["sparsity"] = {**table, "target": recipe.pruning.sparsity, "measured_from": "masks"}

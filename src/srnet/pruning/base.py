@@ -84,7 +84,7 @@ class PruningMethod(ABC):
             raise SrnetError(f"total_steps must be >= 1, got {total_steps}")
         if self.structured and not self.groups_ok:
             raise SrnetError(
-                f"pruning method '{self.name}' does not support granularity '{self.cfg.granularity}' "
+                f"pruning method '{self.name}' does not support granularity '{self.granularity}' "
                 f"(only 'unstructured')"
             )
         self.total_steps = total_steps
@@ -92,6 +92,15 @@ class PruningMethod(ABC):
         self.setup(model)
         if not self.structured and FusedMaskForward.fusable(self._masks):  # fused training step
             self.fused = FusedMaskForward(model, [t.module for t in self.targets], self._masks)
+
+    def check(self, model: nn.Module) -> None:
+        """Read and check the method's own inputs (files) against ``model`` before a run starts."""
+        return None
+
+    @property
+    def granularity(self) -> str:
+        """What one mask entry removes: ``cfg.granularity`` (``fixed``: its mask file's)."""
+        return self.cfg.granularity
 
     @property
     def calibrates(self) -> bool:
@@ -123,12 +132,12 @@ class PruningMethod(ABC):
     @property
     def structured(self) -> bool:
         """Whether the masks gate whole heads/neurons (``MaskGroup`` targets)."""
-        return self.cfg.granularity != "unstructured"
+        return self.granularity != "unstructured"
 
     def select(self, model: nn.Module) -> list[PrunableWeight] | list[MaskGroup]:
         """The weights (``cfg.roles``) or groups (``cfg.granularity``) to mask, by ``cfg.pattern``."""
         if self.structured:
-            return find_groups(model, group_kinds(self.cfg.granularity), self.cfg.pattern)
+            return find_groups(model, group_kinds(self.granularity), self.cfg.pattern)
         return find_prunable(model, self.cfg.roles, self.cfg.pattern)
 
     @abstractmethod
@@ -187,7 +196,8 @@ class PruningMethod(ABC):
         return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
 
     def scores(self) -> dict[str, Tensor] | None:
-        """Learned per-weight scores a ticket can be drawn from (None for methods without any)."""
+        """Learned scores a ticket can be drawn from, keyed like :meth:`masks` (per weight, or per
+        head/neuron for a structured granularity); None for methods without any."""
         return None
 
     def sparsity_report(self) -> dict[str, Any]:

@@ -69,11 +69,15 @@ class ImpConfig(BaseModel):
 
 
 class L0Config(BaseModel):
-    """Hard-concrete L0 gates (Louizos et al. 2018; Robust Tickets)."""
+    """Hard-concrete L0 gates (Louizos et al. 2018; Robust Tickets), per weight or per head/neuron."""
 
     model_config = ConfigDict(extra="forbid")
 
-    lambda_: float = Field(1.0, ge=0.0, description="Weight of the normalised L0 penalty.")
+    lambda_: float = Field(
+        1.0, ge=0.0,
+        description="Weight of the normalised L0 penalty: the expected fraction of non-zero gates "
+        "(weights, or heads/neurons for a structured granularity).",
+    )
     lambda_start: float = Field(
         0.0, ge=0.0, le=1.0,
         description="Fraction of steps with lambda = 0 before the ramp (Robust Tickets' code: 0.1).",
@@ -130,7 +134,9 @@ class PruningConfig(BaseModel):
         description="What one mask entry removes: a weight ('unstructured'), an attention head "
         "('head': its rows of Q, K, V and columns of the attention output), an FFN neuron "
         "('neuron': its row of FFN-in and column of FFN-out) or both ('head+neuron'); sparsity is "
-        "then the fraction of heads/neurons removed.  Structured masks ignore roles.",
+        "then the fraction of heads/neurons removed.  Structured masks ignore roles.  Every method "
+        "but dense gates groups (l0: one hard-concrete gate per head/neuron); fixed follows its "
+        "mask file.",
     )
     scope: Literal["local", "global"] = Field(
         "local",
@@ -175,7 +181,11 @@ class PruningConfig(BaseModel):
     )
     imp: ImpConfig = Field(default_factory=ImpConfig, description="Settings of method imp.")
     l0: L0Config = Field(default_factory=L0Config, description="Settings of method l0.")
-    mask_file: str | None = Field(None, description="fixed: masks.safetensors keyed by module name.")
+    mask_file: str | None = Field(
+        None,
+        description="fixed: masks.safetensors keyed by module name, or head/neuron gates keyed by "
+        "group name (the granularity follows the file).",
+    )
 
     @model_validator(mode="before")
     @classmethod

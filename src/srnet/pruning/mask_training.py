@@ -41,7 +41,7 @@ class MaskTraining(LearnedMaskMethod):
         ]
 
     def scores(self) -> dict[str, Tensor]:
-        """The learned mask scores, keyed by module name."""
+        """The learned mask scores, keyed by module (or group) name."""
         return {t.name: m.scores.detach() for t, m in zip(self.targets, self._masks, strict=True)}
 
     def rerank(self, sparsity: float) -> None:

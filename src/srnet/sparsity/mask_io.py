@@ -128,6 +128,17 @@ def mask_shapes(model: nn.Module, names: Iterable[str]) -> dict[str, tuple[int, 
     return shapes
 
 
+def mask_granularity(model: nn.Module, names: Iterable[str]) -> str:
+    """``head``, ``neuron`` or ``head+neuron`` when every name is one of the model's head/neuron
+    groups (group gates), else ``unstructured``."""
+    groups = model_groups(model)
+    names = list(names)
+    if not names or any(name not in groups for name in names):
+        return "unstructured"
+    kinds = {groups[name].kind for name in names}
+    return "+".join(kind for kind in ("head", "neuron") if kind in kinds)
+
+
 def expand_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Per-weight masks: group gates broadcast onto their members' rows/columns (others as they are)."""
     shapes = mask_shapes(model, masks)

@@ -11,6 +11,8 @@ forward pass costs one multiplication.
   step, :meth:`ScoreMask.set_ranked` at a re-rank), never per forward.
 - :class:`HardConcreteMask`: L0 hard-concrete gates (Louizos et al. 2018); stochastic gates
   in training mode, the deterministic ``mask`` buffer in eval mode.
+- :class:`GroupMask`: one gate per head/neuron broadcast onto a member weight's rows or columns;
+  all members of a group share the gate, a hard-concrete one included (one draw per forward).
 
 The training hot path (:class:`FusedMaskForward`): in training mode, every fixed or score mask
 of a model is applied by one fused straight-through op per forward pass (``torch._foreach_mul``
@@ -48,6 +50,13 @@ class FixedMask(nn.Module):
     def binary_mask(self) -> Tensor:
         """The applied mask as a boolean tensor."""
         return self.mask.bool()
+
+    def group_gates(self, member: nn.Module) -> Tensor:
+        """The gates that ``member`` (a :class:`GroupMask`) broadcasts onto its weight.
+
+        The gradient of a learnable gate flows through this value (straight-through for scores).
+        """
+        return self(torch.ones_like(self.mask))
 
 
 class _StraightThrough(torch.autograd.Function):
@@ -99,6 +108,10 @@ class HardConcreteMask(FixedMask):
     ``log_alpha`` starts at ``logit(init_keep)`` as in Louizos et al.'s reference code.  In
     training mode each forward draws fresh gates from the global RNG; in eval mode the weight is
     multiplied by the deterministic ``mask`` buffer (set by ranking ``log_alpha``).
+
+    As the gate of a group (:class:`GroupMask`), one draw serves all the group's members in a
+    forward pass: the noise is drawn when a member asks for gates a second time (the next
+    forward), or for the first time, and every member computes the same gates from it.
     """
 
     def __init__(
@@ -114,16 +127,38 @@ class HardConcreteMask(FixedMask):
         logit = math.log(init_keep / (1 - init_keep))
         self.log_alpha = nn.Parameter(torch.full_like(self.mask, logit))
         self.temperature, self.gamma, self.zeta = temperature, gamma, zeta
+        self._noise: Tensor | None = None  # the current draw shared by a group's members
+        self._served: set[int] = set()  # ids of the members that used it
 
     def forward(self, weight: Tensor) -> Tensor:
         return weight * (self.sample_gates() if self.training else self.mask)
 
     def sample_gates(self) -> Tensor:
         """Draw stochastic gates in [0, 1] (differentiable in ``log_alpha``)."""
+        return self.gates_from(self.draw_noise())
+
+    def draw_noise(self) -> Tensor:
+        """Uniform noise in (0, 1), one value per gate, from the global RNG."""
         eps = 1e-6
-        u = torch.rand_like(self.log_alpha).clamp_(eps, 1 - eps)
+        return torch.rand_like(self.log_alpha.detach()).clamp_(eps, 1 - eps)
+
+    def gates_from(self, u: Tensor) -> Tensor:
+        """The hard-concrete gates for noise ``u`` (differentiable in ``log_alpha``)."""
         s = torch.sigmoid((u.log() - (-u).log1p() + self.log_alpha) / self.temperature)
         return (s * (self.zeta - self.gamma) + self.gamma).clamp(0.0, 1.0)
+
+    def group_gates(self, member: nn.Module) -> Tensor:
+        """Eval: the ``mask``.  Training: this forward's gates, one draw shared by the members."""
+        if not self.training:
+            return self.mask
+        if self._noise is None or id(member) in self._served or self._noise.device != self.mask.device:
+            self._noise, self._served = self.draw_noise(), set()
+        self._served.add(id(member))
+        return self.gates_from(self._noise)
+
+    def train(self, mode: bool = True) -> HardConcreteMask:
+        self._noise, self._served = None, set()  # a new phase starts with a fresh draw
+        return super().train(mode)
 
     def keep_probability(self) -> Tensor:
         """P(gate != 0) for every entry; its sum is the expected L0 norm."""
@@ -134,10 +169,10 @@ class HardConcreteMask(FixedMask):
 class GroupMask(nn.Module):
     """Broadcast one gate per group (a head, an FFN neuron) onto a weight's rows or columns.
 
-    ``gate`` is a :class:`FixedMask` or :class:`ScoreMask` over the group vector, shared by all
-    members of the group (Q, K, V and the attention output for a head); ``width`` consecutive
-    rows (``axis`` 0) or columns (``axis`` 1) belong to each group.  A score gate gets the
-    straight-through gradient summed over its group's entries.
+    ``gate`` is a :class:`FixedMask`, :class:`ScoreMask` or :class:`HardConcreteMask` over the
+    group vector, shared by all members of the group (Q, K, V and the attention output for a
+    head); ``width`` consecutive rows (``axis`` 0) or columns (``axis`` 1) belong to each group.
+    A learnable gate gets its gradient summed over its group's entries and members.
     """
 
     def __init__(self, gate: FixedMask, axis: int, width: int) -> None:
@@ -145,7 +180,7 @@ class GroupMask(nn.Module):
         self.gate, self.axis, self.width = gate, axis, width
 
     def forward(self, weight: Tensor) -> Tensor:
-        return weight * self.expand(self.gate(torch.ones_like(self.gate.mask)))
+        return weight * self.expand(self.gate.group_gates(self))
 
     def expand(self, gates: Tensor) -> Tensor:
         """Gates repeated ``width`` times along ``axis``, broadcastable to the weight."""

@@ -1,10 +1,12 @@
 """Tickets from learned mask scores (Robust Tickets), random tickets, and the score files they read.
 
 A learned-mask run (``l0``, ``mask_train``) writes ``mask_scores.safetensors``: one float32 tensor
-per masked weight (hard-concrete keep probabilities, or mask-training scores), with the mask
-metadata.  :func:`draw_ticket` ranks all of them *globally* and keeps the top ``1 - s``, so the
-total number of zeros is exactly ``round(s * numel)``.  :func:`random_like` draws a random mask
-with the same number of zeros in every matrix as a given mask.
+per masked weight, or per layer's heads/neurons for a structured run (hard-concrete keep
+probabilities, or mask-training scores), with the mask metadata.  :func:`draw_ticket` ranks all
+of them *globally* and keeps the top ``1 - s``, so the total number of zeros (weights, or
+heads/neurons) is exactly ``round(s * numel)``; a structured ticket keeps its granularity.
+:func:`random_like` draws a random mask with the same number of zeros in every matrix as a given
+mask.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from torch import Tensor
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write
+from srnet.models import GRANULARITIES
 from srnet.sparsity.mask_io import MaskFileMetadata, MaskMetadata, load_masks, save_masks
 from srnet.sparsity.threshold import rank
 
@@ -28,7 +31,7 @@ SCORES_FORMAT = "1"
 
 
 def save_scores(path: str | Path, scores: Mapping[str, Tensor], metadata: MaskMetadata) -> Path:
-    """Write float32 ``scores`` keyed by module name, with ``metadata``, atomically."""
+    """Write float32 ``scores`` keyed by module (or group) name, with ``metadata``, atomically."""
     tensors = {name: s.detach().float().cpu().contiguous() for name, s in scores.items()}
     header = {"srnet_scores": SCORES_FORMAT, "metadata": metadata.model_dump_json(),
               "order": json.dumps(list(tensors))}
@@ -76,8 +79,9 @@ def write_ticket(source: str | Path, sparsity: float, out: str | Path) -> MaskFi
     """Draw the global ticket at ``sparsity`` from a score file (or run directory); save it to ``out``."""
     scores, meta = load_scores(source)
     ticket = draw_ticket(scores, sparsity)
+    granularity = meta.granularity if meta.granularity in GRANULARITIES else "unstructured"  # old: scope
     drawn = meta.model_copy(update={"method": f"ticket:{meta.method}", "target_sparsity": sparsity,
-                                    "granularity": "unstructured"})
+                                    "granularity": granularity})
     return save_masks(out, ticket, drawn)
 
 
