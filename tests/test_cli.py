@@ -170,3 +170,25 @@ def test_demo_on_real_data_dir(capsys, monkeypatch, tmp_path, tiny_model_dir, sh
 def test_demo_data_dir_missing_files(capsys, tmp_path):
     code, _, err = run_cli(capsys, "demo", "--data-dir", str(tmp_path))
     assert code == 2 and "mnli/train.jsonl" in err
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, RuntimeError])
+def test_demo_overwrite_keeps_the_earlier_demo_until_the_new_one_exists(
+    monkeypatch, tmp_path, tiny_model_dir, failure
+):
+    from srnet import api
+
+    demo = tmp_path / "demo"
+    (demo / "report").mkdir(parents=True)
+    (demo / "report" / "report.md").write_text("the earlier demo")
+
+    def interrupted(*args, **kwargs):
+        assert not demo.exists() or not (demo / "report").exists()  # set aside while running
+        raise failure("stopped")
+
+    monkeypatch.setattr("srnet.experiments.execute.execute", interrupted)
+    overrides = [f"model.name={tiny_model_dir}", *TINY_DEMO[1::2]]
+    with pytest.raises(failure):
+        api.demo(output_dir=tmp_path, overrides=overrides, overwrite=True)
+    assert (demo / "report" / "report.md").read_text() == "the earlier demo"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]

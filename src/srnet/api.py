@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +65,38 @@ def demo(
     if not overwrite and (done := finished_demo(out, jobs)) is not None:
         return done
     check_model_source(data["base"]["model"]["name"])
-    if overwrite:
-        shutil.rmtree(out, ignore_errors=True)
-    elif (out / RECORD).is_file() and not resume:
+    if not overwrite and (out / RECORD).is_file() and not resume:
         raise SrnetError(f"{out} holds an unfinished demo; pass --resume to continue it or "
                          "--overwrite to start over")
-    record_sweep(data, out, resume=resume)
-    result = execute(jobs, out, progress=progress)
-    for job in jobs:
-        if job.key in result.failed:
-            raise SrnetError(f"demo stage '{job.label}' failed: {result.failed[job.key]}")
-    return summarize_demo(out, progress=progress)
+    with _set_aside(out if overwrite else None):
+        record_sweep(data, out, resume=resume and not overwrite)
+        result = execute(jobs, out, progress=progress)
+        for job in jobs:
+            if job.key in result.failed:
+                raise SrnetError(f"demo stage '{job.label}' failed: {result.failed[job.key]}")
+        return summarize_demo(out, progress=progress)
+
+
+@contextmanager
+def _set_aside(folder: Path | None) -> Iterator[None]:
+    """Move ``folder`` to a hidden sibling while the block runs; delete it once the block
+    succeeds, move it back if the block fails or is interrupted (``--overwrite`` loses nothing
+    until the new result exists; after a SIGKILL the old one is still in the sibling)."""
+    if folder is None or not folder.exists():
+        yield
+        return
+    kept = folder.with_name(f".{folder.name}.previous")
+    if kept.exists():
+        raise SrnetError(f"an earlier --overwrite of {folder} was interrupted: the demo before it "
+                         f"is kept in {kept}; move it back or delete it, then run again")
+    folder.rename(kept)
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        kept.rename(folder)
+        raise
+    shutil.rmtree(kept)
 
 
 def sweep(
