@@ -62,7 +62,7 @@ def plot(table: list[dict[str, Any]], path: Path) -> Path:
     fig = _figure((10, 4.2))
     axes = fig.subplots(1, 2)
     for ax, key, label in ((axes[0], "mnli_m", "MNLI-m accuracy"),
-                           (axes[1], "gap", "HANS shortcut gap (lower = less biased)")):
+                           (axes[1], "gap", "HANS shortcut gap (0 = no shortcut, -1 = all non-entailment)")):
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in table:
             groups.setdefault(f"{row['model']} / {row['loss']}", []).append(row)
