@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -328,9 +329,29 @@ def test_bench_times_dense_shrunk_and_unstructured_models(tiny_dirs, tmp_path, c
     assert main(["bench", *args]) == 0
     result = json.loads(out.read_text())
     rows = result["rows"]
-    assert [r["model"] for r in rows[:3]] == [
-        str(tiny_dirs["bert"]), "omp 50% heads+neurons, shrunk", "omp 50% unstructured"]
-    assert [(r["batch"], r["length"]) for r in rows] == [(1, 8)] * 3 + [(2, 8)] * 3
+    assert [r["model"] for r in rows[:4]] == [
+        str(tiny_dirs["bert"]), "omp 50% heads+neurons, shrunk", "omp 50% unstructured",
+        "omp 50% unstructured, torch CSR"]
+    assert [(r["batch"], r["length"]) for r in rows] == [(1, 8)] * 4 + [(2, 8)] * 4
     assert rows[0]["speedup"] == 1.0 and rows[1]["params_m"] < rows[2]["params_m"] == rows[0]["params_m"]
+    assert rows[3]["params_m"] == rows[0]["params_m"]  # CSR stores the same matrices, zeros implied
     assert {"cpu", "cpu_count", "torch_threads", "packages"} <= set(result["environment"])
     assert "omp 50% heads+neurons, shrunk" in capsys.readouterr().out
+
+
+def test_csr_model_gives_the_unstructured_model_s_logits(tiny_dirs):
+    from srnet.api import prune_
+    from srnet.bench import CsrLinear, to_csr
+    from srnet.export import bake_masks
+    from srnet.models import load_classifier
+
+    model = load_classifier(str(tiny_dirs["bert"])).eval()
+    masks = prune_(model, {"method": "omp", "sparsity": 0.7})
+    baked = bake_masks(model, masks).eval()
+    csr = to_csr(copy.deepcopy(baked), masks)
+    layers = [m for m in csr.modules() if isinstance(m, CsrLinear)]
+    assert len(layers) == len(masks) and all(m.weight.layout == torch.sparse_csr for m in layers)
+    ids = torch.randint(5, 90, (3, 7), generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        expected = baked(input_ids=ids).logits
+        assert torch.allclose(csr(input_ids=ids).logits, expected, atol=1e-5)

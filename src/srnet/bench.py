@@ -33,6 +33,8 @@ class Candidate:
 
     label: str
     model: nn.Module
+    onnx: bool = True
+    """Whether ``--onnx`` exports it too (sparse-CSR models cannot be exported)."""
 
     @property
     def parameters(self) -> int:
@@ -53,9 +55,35 @@ def load_candidate(name: str) -> Candidate:
     return Candidate(name, load_classifier(name).eval())
 
 
+class CsrLinear(nn.Module):
+    """A linear layer whose (pruned) weight is stored and multiplied as a torch sparse-CSR matrix."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        weight, bias = linear.weight.detach(), linear.bias
+        self.weight = nn.Parameter(weight.to_sparse_csr(), requires_grad=False)
+        self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # W @ x^T as sparse x dense (F.linear with a CSR weight fails under inference_mode)
+        out = torch.sparse.mm(self.weight, x.reshape(-1, x.shape[-1]).T).T
+        out = out if self.bias is None else out + self.bias
+        return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def to_csr(model: nn.Module, masks: Sequence[str] | dict[str, Any]) -> nn.Module:
+    """``model`` with every masked linear layer (the keys of ``masks``) as a :class:`CsrLinear`."""
+    for name in masks:
+        parent, _, child = name.rpartition(".")
+        owner = model.get_submodule(parent) if parent else model
+        setattr(owner, child, CsrLinear(getattr(owner, child)))
+    return model
+
+
 def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate]:
     """OMP of ``base`` at each sparsity: head+neuron masks shrunk, and unstructured masks baked
-    into dense weights (which dense kernels run at full cost)."""
+    into dense weights (which dense kernels run at full cost) and, the same weights, multiplied as
+    torch sparse-CSR matrices (PyTorch's sparse kernels; no ONNX export)."""
     from srnet.api import prune_
     from srnet.export import bake_masks
     from srnet.shrink import shrink_model
@@ -66,7 +94,10 @@ def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate
             model = copy.deepcopy(base.model)
             masks = prune_(model, {"method": "omp", "granularity": granularity, "sparsity": sparsity})
             if granularity == "unstructured":
-                out.append(Candidate(f"omp {sparsity:.0%} unstructured", bake_masks(model, masks).eval()))
+                baked = bake_masks(model, masks).eval()
+                out.append(Candidate(f"omp {sparsity:.0%} unstructured", baked))
+                out.append(Candidate(f"omp {sparsity:.0%} unstructured, torch CSR",
+                                     to_csr(copy.deepcopy(baked), masks), onnx=False))
             else:
                 out.append(Candidate(f"omp {sparsity:.0%} heads+neurons, shrunk",
                                      shrink_model(model, masks).eval()))
@@ -91,11 +122,15 @@ def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) 
 
 def onnx_sessions(candidates: Sequence[Candidate]) -> list[Any]:
     """An ONNX Runtime session per candidate (torch's thread count), each export checked against
-    the PyTorch model's logits (:func:`srnet.onnx_export.check_onnx`)."""
+    the PyTorch model's logits (:func:`srnet.onnx_export.check_onnx`); None for a candidate that
+    cannot be exported (``Candidate.onnx`` false)."""
     from srnet.onnx_export import check_onnx, onnx_bytes, ort_session
 
     sessions = []
     for c in candidates:
+        if not c.onnx:
+            sessions.append(None)
+            continue
         session = ort_session(onnx_bytes(c.model), torch.get_num_threads())
         check_onnx(c.model, session)
         sessions.append(session)
@@ -132,7 +167,7 @@ def run_bench(
             runs: list[tuple[Candidate, str, Callable[[], object]]] = []
             for i, c in enumerate(candidates):
                 runs.append((c, "torch", partial(c.model, **inputs)))
-                if sessions is not None:
+                if sessions is not None and sessions[i] is not None:
                     from srnet.onnx_export import ort_feeds
 
                     feeds = ort_feeds(sessions[i], inputs)
