@@ -18,6 +18,12 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 torch.set_num_threads(1)  # tiny models: one thread is fastest and keeps parallel CI quiet
 
 
+def synthetic_split(split: str, n: int) -> dict:
+    """A DataSpec dict of the synthetic NLI task (seed 0); the ``challenge`` split is scored as HANS."""
+    spec = {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
+    return spec | ({"challenge": "hans"} if split == "challenge" else {})
+
+
 def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3, **config) -> Path:
     """Save a tiny random ``model_type`` classifier with the bundled tokenizer to ``path``
     (``config``: further config fields)."""

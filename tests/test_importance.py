@@ -9,6 +9,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertForSequenceClassification
 
 from conftest import save_tiny_model
+from conftest import synthetic_split as synthetic
 from srnet import api, load_model
 from srnet.errors import SrnetError
 from srnet.export import export_model
@@ -236,10 +237,6 @@ def load_model_plain(path):
     from transformers import AutoModelForSequenceClassification
 
     return AutoModelForSequenceClassification.from_pretrained(path).eval()
-
-
-def synthetic(split: str, n: int) -> dict:
-    return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
 
 
 def test_a_run_scores_heads_on_its_training_batches_and_shrinks_exactly(tmp_path, tiny_model_dir):

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.sparsity.mask_io import load_masks
 
@@ -24,10 +25,6 @@ KILL_AFTER_STEPS = (2, 4, 7, 9, 11)
 
 
 def recipe(root: Path, model_dir: Path) -> dict:
-    def synthetic(split, n):
-        return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}} | (
-            {"challenge": "hans"} if split == "challenge" else {})
-
     return {
         "name": "k", "task": "synthetic_nli", "seed": 5, "output_dir": str(root),
         "model": {"name": str(model_dir), "max_length": 32},

@@ -22,6 +22,7 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from conftest import synthetic_split as synthetic
 from srnet import api, load_model
 from srnet.bias import write_bias_predictions, write_difficulty
 from srnet.evaluation.predict import predict_logits, softmax
@@ -48,11 +49,6 @@ STRUCTURED = ("head", "neuron", "head+neuron")
 GRANULARITY_CELLS = [(m, LOSSES[i % len(LOSSES)], STRUCTURED[i % len(STRUCTURED)])
                      for i, m in enumerate(METHODS)]
 LABELS = ["entailment", "neutral", "contradiction"]
-
-
-def synthetic(split: str, n: int) -> dict:
-    spec = {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
-    return spec | ({"challenge": "hans"} if split == "challenge" else {})
 
 
 @pytest.fixture(scope="module")

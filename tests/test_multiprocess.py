@@ -28,6 +28,7 @@ import torch
 import yaml
 from transformers import AutoConfig
 
+from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.sparsity.mask_io import load_masks
 
@@ -53,10 +54,6 @@ if os.environ.get("RANK", "0") != "0":
 
 
 def recipe(root: Path, model_dir: Path, batch_size: int) -> dict:
-    def synthetic(split, n):
-        return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}} | (
-            {"challenge": "hans"} if split == "challenge" else {})
-
     return {
         "name": "mp", "task": "synthetic_nli", "seed": 2, "output_dir": str(root),
         "model": {"name": str(model_dir), "max_length": 32},

@@ -9,16 +9,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.errors import SrnetError
 from srnet.training.loop import Trainer
 
 
 def recipe(root, model_dir, pruning=None) -> dict:
-    def synthetic(split, n):
-        return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}} | (
-            {"challenge": "hans"} if split == "challenge" else {})
-
     return {
         "name": "r", "task": "synthetic_nli", "seed": 1, "output_dir": str(root),
         "model": {"name": str(model_dir), "max_length": 48},

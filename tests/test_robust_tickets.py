@@ -9,6 +9,7 @@ import json
 import pytest
 import yaml
 
+from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.errors import SrnetError
 from srnet.experiments.study_report import write_report
@@ -34,9 +35,6 @@ STAGES = {
 
 
 def write_sweep(tmp_path, model, stages: dict) -> str:
-    def synthetic(split: str, n: int) -> dict:
-        return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
-
     data = {"name": "rt", "output_dir": str(tmp_path / "out"),
             "base": {"task": "synthetic_nli", "model": {"name": str(model), "max_length": 48},
                      "data": {"train": synthetic("train", 24), "dev": synthetic("dev", 8)},

@@ -10,16 +10,13 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.tasks import generate_synthetic
 
 LABELS = ["entailment", "neutral", "contradiction"]
-
-
-def synthetic(split: str, n: int) -> dict:
-    return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
 
 
 def tiny_recipe(root, model, name, **extra) -> dict:

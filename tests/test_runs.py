@@ -8,15 +8,11 @@ import json
 import numpy as np
 import pytest
 
+from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.bias import write_bias_predictions
 from srnet.errors import SrnetError
 from srnet.tasks import generate_synthetic
-
-
-def synthetic(split: str, n: int) -> dict:
-    return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}} | (
-        {"challenge": "hans"} if split == "challenge" else {})
 
 
 def merge(base: dict, extra: dict) -> dict:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
@@ -27,10 +28,6 @@ REPO = Path(__file__).resolve().parents[1]
 def one_thread_workers(monkeypatch):
     """Worker processes inherit the environment: one torch thread each, like the test process."""
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-
-
-def synthetic(split: str, n: int) -> dict:
-    return {"format": "synthetic", "synthetic": {"split": split, "n": n, "seed": 0}}
 
 
 def sweep_file(tmp_path: Path, model, stages: dict, grid: dict, **training) -> Path:
