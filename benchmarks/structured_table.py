@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from srnet.experiments.aggregate import load_run
-from srnet.report import _figure, _save, format_table
+from srnet.report import format_table, new_figure, save_figure
 
 ID_SPLIT, OOD_SPLIT = "mnli_dev_matched", "hans"
 
@@ -59,7 +59,7 @@ def rows(sweep: Path) -> list[dict[str, Any]]:
 
 
 def plot(table: list[dict[str, Any]], path: Path) -> Path:
-    fig = _figure((10, 4.2))
+    fig = new_figure((10, 4.2))
     axes = fig.subplots(1, 2)
     for ax, key, label in ((axes[0], "mnli_m", "MNLI-m accuracy"),
                            (axes[1], "gap", "HANS shortcut gap (0 = no shortcut, -1 = all non-entailment)")):
@@ -81,7 +81,7 @@ def plot(table: list[dict[str, Any]], path: Path) -> Path:
     axes[0].legend(fontsize=7, loc="lower left")
     fig.suptitle("Structured SRNets on the MNLI sample: speed vs accuracy and bias "
                  "(labels: fraction of heads+neurons removed)", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def main() -> None:

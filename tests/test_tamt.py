@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from transformers import AutoConfig, AutoModelForSequenceClassification
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification
 
 from srnet import api
 from srnet.cli import main
@@ -112,6 +112,39 @@ def test_imp_on_mlm(tiny_model_dir, tmp_path):
     metrics = api.run(recipe).metrics
     assert metrics["method"] == "imp" and metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=1e-3)
     assert metrics["mlm_head"] == "new, trained with the mask"
+
+
+def test_mlm_head_probe_then_one_shot_mask_scored_with_that_head(tiny_model_dir, tmp_path):
+    """A backbone without an MLM head: fit one on the frozen dense model (dense + freeze_weights),
+    then a one-shot mask starting from that run loads the fitted head, not a fresh one."""
+    corpus, dev = write_corpus(tmp_path / "c.txt", 80), write_corpus(tmp_path / "dev.txt", 20)
+    data = {"train": {"path": str(corpus)}, "dev": {"path": str(dev)}}
+    probe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs", name="head", objective={"name": "mlm"},
+                        data=data, pruning={"method": "dense", "freeze_weights": True},
+                        training={"max_steps": 16, "batch_size": 4, "eval_every": 16, "lr": 5e-2})
+    fitted = api.run(probe)
+    untrained = api.run({**probe, "name": "untrained", "data": {"dev": data["dev"]}})
+    assert fitted.metrics["mlm_head"] == "new, trained with the mask"
+    assert untrained.metrics["mlm_head"] == "new, untrained"
+    losses = [run.metrics["pretraining"]["mlm_dev_loss"] for run in (fitted, untrained)]
+    assert losses[0] < losses[1] - 0.5
+    before = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir).bert.state_dict()
+    after = AutoModelForMaskedLM.from_pretrained(fitted.run_dir / "model").bert.state_dict()
+    assert all(torch.equal(w, after[k]) for k, w in before.items() if k in after), "the encoder trained"
+    model = {"name": str(tiny_model_dir), "init_from": str(fitted.run_dir), "max_length": 32}
+    omp = api.run({**probe, "name": "omp", "model": model, "data": {"dev": data["dev"]},
+                   "pruning": {"method": "omp", "sparsity": 0.5}})
+    assert omp.metrics["mlm_head"] == "loaded"
+
+
+def test_freeze_weights_applies_to_one_shot_methods_only():
+    from srnet.pruning.config import PruningConfig
+
+    assert PruningConfig(method="omp", freeze_weights=True).freeze_weights
+    with pytest.raises(ValueError, match="freeze_weights does not apply to method 'imp'"):
+        PruningConfig(method="imp", freeze_weights=True)
+    with pytest.raises(ValueError, match=r"contradicts l0\.train_weights"):
+        PruningConfig(method="l0", freeze_weights=True, l0={"train_weights": True})
 
 
 def test_gradient_head_importance_on_mlm(tiny_model_dir, tmp_path):

@@ -138,7 +138,7 @@ def plot_sparsity_heatmap(
     for (layer, role), value in table.by_layer_role.items():
         grid[layers.index(layer), roles.index(role)] = value
 
-    fig = _figure(figsize=(1.1 * len(roles) + 2.0, 0.45 * len(layers) + 1.6))
+    fig = new_figure(figsize=(1.1 * len(roles) + 2.0, 0.45 * len(layers) + 1.6))
     ax = fig.add_subplot()
     image = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     for (i, j), value in np.ndenumerate(grid):
@@ -151,7 +151,7 @@ def plot_sparsity_heatmap(
     ax.set_ylabel("layer")
     ax.set_title(title or f"Sparsity by layer and role (overall {table.overall:.1%})")
     fig.colorbar(image, ax=ax, label="sparsity", format=PercentFormatter(xmax=1.0))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: st
         [c.name for p in panels for c in p.curves] + [f"{d[0]} (dense)" for p in panels for d in p.dense]
     ))
     colors = {name: f"C{i % 10}" for i, name in enumerate(names)}
-    fig = _figure(figsize=(4.2 * len(panels) + 2.8, 4.0))
+    fig = new_figure(figsize=(4.2 * len(panels) + 2.8, 4.0))
     axes = np.atleast_1d(fig.subplots(1, len(panels)))
     handles: dict[str, Any] = {}
     for ax, panel in zip(axes, panels, strict=True):
@@ -215,7 +215,7 @@ def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: st
                title="method / loss (±std over seeds)")
     if title:
         fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_group_bars(
@@ -239,7 +239,7 @@ def plot_group_bars(
     models = list(table)
     width = 0.8 / len(models)
     panel_width = max(5.0, 0.15 * len(models) * len(groups) + 2.0)
-    fig = _figure(figsize=(panel_width + 3.0, 3.0 * len(labels) + 0.6))
+    fig = new_figure(figsize=(panel_width + 3.0, 3.0 * len(labels) + 0.6))
     axes = np.atleast_1d(fig.subplots(len(labels), 1, sharex=True))
     for ax, label in zip(axes, labels, strict=True):
         for i, model in enumerate(models):
@@ -258,7 +258,7 @@ def plot_group_bars(
     handles, names = axes[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="outside right center", title="model (±std over seeds)")
     fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_similarity(names: Sequence[str], matrix: np.ndarray, path: str | Path, *, title: str) -> Path:
@@ -266,7 +266,7 @@ def plot_similarity(names: Sequence[str], matrix: np.ndarray, path: str | Path, 
     if len(names) < 2:
         raise SrnetError(f"{path}: need at least two masks to compare")
     size = 1.0 * len(names) + 3.0
-    fig = _figure(figsize=(size + 1.5, size))
+    fig = new_figure(figsize=(size + 1.5, size))
     ax = fig.add_subplot()
     image = ax.imshow(matrix, cmap="magma", vmin=0.0, vmax=1.0)
     for (i, j), value in np.ndenumerate(matrix):
@@ -277,20 +277,22 @@ def plot_similarity(names: Sequence[str], matrix: np.ndarray, path: str | Path, 
     ax.set_yticks(range(len(names)), names)
     ax.set_title(title)
     fig.colorbar(image, ax=ax, label="Jaccard similarity of kept weights")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _figure(figsize: tuple[float, float]) -> Figure:
+def new_figure(figsize: tuple[float, float]) -> Figure:
+    """A constrained-layout figure on the Agg canvas (no GUI, safe in worker processes)."""
     fig = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
 
-def _save(fig: Figure, path: str | Path) -> Path:
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write ``fig`` atomically at 150 dpi in the format of ``path``'s suffix."""
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in PLOT_FORMATS:

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
-from srnet.models import MaskGroup, PrunableWeight, find_groups, find_prunable, group_kinds
+from srnet.models import MaskGroup, PrunableWeight, classify_weight, find_groups, find_prunable, group_kinds
 from srnet.pruning.config import PruningConfig
 from srnet.registry import Registry
 from srnet.sparsity import FixedMask, GroupMask, Schedule, attach, original_weight
@@ -219,9 +219,22 @@ class PruningMethod(ABC):
         self.step = int(state["step"])
 
 
+def freeze_backbone(model: nn.Module, *, keep_classifier: bool = True) -> None:
+    """Freeze every parameter except (``keep_classifier``) the task classifier's; an objective
+    that trains a head of its own (the MLM head) unfreezes it in its ``setup``."""
+    trainable = {
+        id(p)
+        for name, module in model.named_modules()
+        if keep_classifier and classify_weight(name)[0] == "classifier"
+        for p in module.parameters()
+    }
+    for p in model.parameters():
+        p.requires_grad_(id(p) in trainable)
+
+
 class OneShotMethod(PruningMethod):
     """Decides the mask once in ``prepare`` (or, when it ``calibrates``, in ``calibrate``: all
-    ones until then); the weights stay trainable."""
+    ones until then); the weights stay trainable unless ``cfg.freeze_weights``."""
 
     @property
     def needs_data(self) -> bool:
@@ -235,6 +248,8 @@ class OneShotMethod(PruningMethod):
         self.attach_masks(
             [FixedMask(k, original_weight(t.module)) for t, k in zip(self.targets, keeps, strict=True)]
         )
+        if self.cfg.freeze_weights:
+            freeze_backbone(model)
 
     @abstractmethod
     def decide(self) -> list[Tensor]:
@@ -262,12 +277,9 @@ class LearnedMaskMethod(PruningMethod):
 
     def freeze_weights(self, model: nn.Module) -> None:
         """Freeze the weights unless trained; ``cfg.train_classifier`` keeps the head trainable."""
-        trainable: set[int] = set()
-        if self.cfg.train_classifier:
-            heads = find_prunable(model, ("classifier",))
-            trainable = {id(p) for t in heads for p in t.module.parameters()}
-        for p in model.parameters():
-            p.requires_grad_(self.trains_weights or id(p) in trainable)
+        if self.trains_weights:
+            return
+        freeze_backbone(model, keep_classifier=self.cfg.train_classifier)
 
     @abstractmethod
     def make_masks(self) -> list[FixedMask]:

@@ -176,6 +176,12 @@ class PruningConfig(BaseModel):
         10, ge=1, description="mask_train: re-rank the threshold every N steps (and at freeze)."
     )
     train_classifier: bool = Field(False, description="mask_train/l0: also train the classifier weights.")
+    freeze_weights: bool = Field(
+        False,
+        description="One-shot methods (dense, omp, random, fixed): freeze every backbone weight so "
+        "only the task classifier (or, for the text task, the MLM head) trains: a probe of the "
+        "subnetwork.  mask_train and l0 always freeze them; imp cannot (it trains what it prunes).",
+    )
     mask_lr: float = Field(
         5e-5, gt=0.0, description="Learning rate of mask scores / log_alpha (Win-win: 5e-5)."
     )
@@ -209,6 +215,14 @@ class PruningConfig(BaseModel):
                 "importance 'gradient' scores heads and neurons: it needs granularity head, neuron "
                 "or head+neuron, not 'unstructured'"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_freeze(self) -> PruningConfig:
+        if self.freeze_weights and self.method == "imp":
+            raise ValueError("freeze_weights does not apply to method 'imp': it trains the weights it prunes")
+        if self.freeze_weights and self.method == "l0" and self.l0.train_weights:
+            raise ValueError("freeze_weights contradicts l0.train_weights: true")
         return self
 
     @field_validator("sparsity")

@@ -10,7 +10,8 @@ from srnet.pruning.base import OneShotMethod, register_method
 
 @register_method("dense")
 class Dense(OneShotMethod):
-    """Masks nothing; every weight trains.  Its mask set is empty and its sparsity is 0."""
+    """Masks nothing; every weight trains (only the heads with ``freeze_weights``).  Its mask set
+    is empty and its sparsity is 0."""
 
     def select(self, model: nn.Module) -> list[PrunableWeight]:
         return []
