@@ -77,6 +77,18 @@ def test_grid_expands_and_shared_stages_are_planned_once(tmp_path):
     assert [j.key for j in other.jobs] == order
 
 
+def test_set_overrides_one_dotted_grid_key(tmp_path):
+    """``--set grid.prune.pruning.sparsity=[..]`` replaces that grid key (grid keys are flat)."""
+    grid = {"seed": [1], "prune.pruning.sparsity": [0.3, 0.5, 0.7]}
+    path = sweep_file(tmp_path, "m", STUDY, grid)
+    result = api.sweep(path, ["grid.prune.pruning.sparsity=[0.9]", "grid.seed=[4, 5]"], dry_run=True,
+                       progress=lambda _: None)
+    prunes = [job.grid for job in result.jobs if job.name == "prune"]
+    assert prunes == [{"seed": 4, "prune.pruning.sparsity": 0.9}, {"seed": 5, "prune.pruning.sparsity": 0.9}]
+    with pytest.raises(SrnetError, match=r"grid key 'prune\.pruning\.nope' is not a recipe key"):
+        api.sweep(path, ["grid.prune.pruning.nope=[1]"], dry_run=True, progress=lambda _: None)
+
+
 @pytest.mark.parametrize("change, message", [
     ({"grid": {"prune.pruning.sparsityy": [0.5]}}, r"sweep.yaml: grid key 'prune.pruning.sparsityy'"),
     ({"grid": {"trainingg.lr": [0.5]}}, r"grid key 'trainingg.lr' is not a recipe key"),

@@ -21,7 +21,7 @@ from typing import Any, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from srnet.config import Recipe, apply_overrides, recipe_from_dict, set_dotted
+from srnet.config import Recipe, apply_overrides, parse_override, recipe_from_dict, set_dotted
 from srnet.errors import SrnetError
 from srnet.experiments.stages import get_stage
 from srnet.io import atomic_write_text
@@ -87,7 +87,14 @@ def load_sweep(path: str | Path, overrides: list[str] | None = None) -> dict[str
         raise SrnetError(f"{path}: not a valid YAML file ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise SrnetError(f"{path}: a sweep must be a mapping (name, output_dir, base, stages, grid)")
-    return apply_overrides(data, overrides or [], str(path))
+    grid_items = [item for item in overrides or [] if item.startswith("grid.")]
+    apply_overrides(data, [item for item in overrides or [] if item not in grid_items], str(path))
+    for item in grid_items:  # grid keys are flat dotted names: 'grid.mask.pruning.lr=[..]' sets one
+        key, value = parse_override(item, str(path))
+        if not isinstance(data.setdefault("grid", {}), dict):
+            raise SrnetError(f"{path}: grid must be a mapping of dotted keys to lists of values")
+        data["grid"][key.removeprefix("grid.")] = value
+    return data
 
 
 def parse_sweep(data: dict[str, Any], source: str) -> SweepFile:
