@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.lines import Line2D
 
 from srnet.evaluation.mask_analysis import compare_masks
 from srnet.experiments.aggregate import load_run
@@ -26,6 +27,7 @@ from srnet.sparsity.mask_io import load_masks
 METHODS = {"random": "random", "omp": "OMP", "imp_mlm": "IMP-MLM", "tamt_mlm": "TAMT-MLM",
            "tamt_kd": "TAMT-KD", "tamt_mlm_kd": "TAMT-MLM+KD"}
 SCORES = {"sst2": ("sst2_dev", "id"), "mnli_m": ("mnli_dev_matched", "id"), "hans": ("hans", "ood")}
+SCORE_NAMES = {"sst2": "SST-2", "mnli_m": "MNLI-m", "hans": "HANS"}
 LOSSES = {"mlm_dev_loss": "MLM dev loss", "kd_dev_loss": "KD dev loss (1 - cos)"}
 
 
@@ -52,7 +54,8 @@ def collect(sweep: Path) -> tuple[list[dict[str, Any]], dict[Path, dict[str, Any
             continue
         run = load_run(folder)
         mask = (run.recipe.get("pruning") or {}).get("mask_file")
-        target = dense if mask is None else rows.get(Path(mask).resolve().parent)
+        source = None if mask is None else Path(mask).resolve()  # a run folder or its mask file
+        target = dense if source is None else rows.get(source if source.is_dir() else source.parent)
         if target is None:
             continue
         for column, (split, kind) in SCORES.items():
@@ -110,18 +113,18 @@ def plot(table: list[dict[str, Any]], path: Path) -> Path:
             for k, method in enumerate(METHODS.values()):
                 for r in (r for r in table if r["method"] == method and loss in r and score in r):
                     marker = markers.get(round(r["sparsity"], 1), "x")
-                    ax.scatter(r[loss], r[score], color=f"C{k}", marker=marker, s=36, label=method)
+                    ax.scatter(r[loss], r[score], color=f"C{k}", marker=marker, s=36)
             dense = table[0]
             if score in dense:
-                ax.axhline(dense[score], color="grey", ls="--", lw=1, label="dense (unpruned)")
+                ax.axhline(dense[score], color="grey", ls="--", lw=1)
             ax.set_xlabel(LOSSES[loss])
-            ax.set_ylabel(f"{score.replace('_', '-').upper()} accuracy after transfer")
+            ax.set_ylabel(f"{SCORE_NAMES[score]} accuracy after transfer")
             ax.grid(alpha=0.3)
-    handles, names = axes[0, 0].get_legend_handles_labels()
-    unique = dict(zip(names, handles, strict=True))
+    handles = {m: Line2D([], [], color=f"C{k}", marker="s", ls="") for k, m in enumerate(METHODS.values())}
+    handles["dense (unpruned)"] = Line2D([], [], color="grey", ls="--")
     for sparsity, marker in markers.items():
-        unique[f"sparsity {sparsity:.0%}"] = axes[0, 0].scatter([], [], color="black", marker=marker)
-    fig.legend(unique.values(), unique.keys(), loc="outside right center", fontsize=8)
+        handles[f"sparsity {sparsity:.0%}"] = Line2D([], [], color="black", marker=marker, ls="")
+    fig.legend(handles.values(), handles.keys(), loc="outside right center", fontsize=8)
     fig.suptitle("TAMT study (default backbone, CPU schedule): subnetwork's pre-training dev loss vs "
                  "downstream accuracy (colour: method, marker: sparsity)", fontsize=10)
     return save_figure(fig, path)
