@@ -69,8 +69,8 @@ def collect(sweep: Path) -> tuple[list[dict[str, Any]], dict[Path, dict[str, Any
     return table, rows
 
 
-def spearman(x: list[float], y: list[float]) -> float:
-    """Spearman's rank correlation (average ranks for ties)."""
+def spearman(x: list[float], y: list[float]) -> float | None:
+    """Spearman's rank correlation (average ranks for ties); None when either side is constant."""
     def ranks(v: list[float]) -> np.ndarray:
         a = np.asarray(v, dtype=float)
         order = a.argsort()
@@ -79,12 +79,16 @@ def spearman(x: list[float], y: list[float]) -> float:
         for value in np.unique(a):
             r[a == value] = r[a == value].mean()
         return r
-    return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
+    rx, ry = ranks(x), ranks(y)
+    if rx.std() == 0 or ry.std() == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def correlations(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Spearman of each dev loss with each downstream score: pooled over every mask, and the mean
-    over sparsities of the within-sparsity correlation (sparsity itself drives both)."""
+    over sparsities of the within-sparsity correlation (sparsity itself drives both); a level
+    whose scores are all equal (e.g. every mask at chance) has no correlation and is left out."""
     masks = [r for r in table if r["method"] != "dense"]
     out = []
     for loss in LOSSES:
@@ -95,9 +99,10 @@ def correlations(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
             within = []
             for s in sorted({round(r["sparsity"], 2) for r in pairs}):
                 level = [r for r in pairs if round(r["sparsity"], 2) == s]
-                if len(level) >= 3:
-                    within.append(spearman([r[loss] for r in level], [r[score] for r in level]))
-            out.append({"dev loss": loss, "score": score, "n": len(pairs),
+                rho = spearman([r[loss] for r in level], [r[score] for r in level])
+                if len(level) >= 3 and rho is not None:
+                    within.append(rho)
+            out.append({"dev loss": loss, "score": score, "n": len(pairs), "levels": len(within),
                         "spearman pooled": spearman([r[loss] for r in pairs], [r[score] for r in pairs]),
                         "spearman within sparsity (mean)": float(np.mean(within)) if within else None})
     return out
@@ -162,8 +167,8 @@ def main() -> None:
     rho = ["spearman pooled", "spearman within sparsity (mean)"]
     text += ["\nSpearman rank correlation of dev loss with downstream accuracy "
              "(negative = lower loss, better transfer):\n",
-             format_table(correlations(table), ["dev loss", "score", "n", *rho], dict.fromkeys(rho, ".2f"),
-                          markdown=True)]
+             format_table(correlations(table), ["dev loss", "score", "n", "levels", *rho],
+                          dict.fromkeys(rho, ".2f"), markdown=True)]
     text += similarity(rows, args.out)
     (args.out / "table.md").write_text("\n".join(text) + "\n")
     print("\n".join(text))
