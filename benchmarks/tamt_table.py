@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.lines import Line2D
+from scipy.stats import spearmanr
 
 from srnet.evaluation.mask_analysis import compare_masks
 from srnet.experiments.aggregate import load_run
@@ -38,20 +39,21 @@ def stage_of(folder: Path) -> str | None:
 
 def collect(sweep: Path) -> tuple[list[dict[str, Any]], dict[Path, dict[str, Any]]]:
     """One row per mask (and one for the dense model), its dev losses and transfer scores."""
+    stages = {p: stage_of(p) for p in sorted(sweep.glob("*/*")) if (p / "metrics.json").is_file()}
     rows: dict[Path, dict[str, Any]] = {}
     dense: dict[str, Any] = {"method": "dense", "sparsity": 0.0}
-    for folder in sorted(p for p in sweep.glob("*/*") if (p / "metrics.json").is_file()):
-        stage = stage_of(folder)
-        metrics = json.loads((folder / "metrics.json").read_text())
-        if stage in METHODS:
-            rows[folder.resolve()] = {"method": METHODS[stage], "sparsity": metrics["sparsity"]["overall"],
-                                      **metrics["pretraining"], "_stage": stage}
-        elif stage == "mlm_head":
-            dense.update(metrics["pretraining"])
-    transfers = [(p, stage_of(p)) for p in sweep.glob("*/*") if (p / "metrics.json").is_file()]
-    for folder, stage in transfers:
-        if stage in METHODS or stage == "mlm_head" or stage is None:
-            continue
+    transfers = []
+    for folder, stage in stages.items():
+        if stage in METHODS or stage == "mlm_head":
+            metrics = json.loads((folder / "metrics.json").read_text())
+            if stage == "mlm_head":
+                dense.update(metrics["pretraining"])
+            else:
+                rows[folder.resolve()] = {"method": METHODS[stage], **metrics["pretraining"],
+                                          "sparsity": metrics["sparsity"]["overall"]}
+        elif stage is not None:
+            transfers.append(folder)
+    for folder in transfers:  # after every mask's row exists
         run = load_run(folder)
         mask = (run.recipe.get("pruning") or {}).get("mask_file")
         source = None if mask is None else Path(mask).resolve()  # a run folder or its mask file
@@ -70,19 +72,11 @@ def collect(sweep: Path) -> tuple[list[dict[str, Any]], dict[Path, dict[str, Any
 
 
 def spearman(x: list[float], y: list[float]) -> float | None:
-    """Spearman's rank correlation (average ranks for ties); None when either side is constant."""
-    def ranks(v: list[float]) -> np.ndarray:
-        a = np.asarray(v, dtype=float)
-        order = a.argsort()
-        r = np.empty(len(a))
-        r[order] = np.arange(len(a))
-        for value in np.unique(a):
-            r[a == value] = r[a == value].mean()
-        return r
-    rx, ry = ranks(x), ranks(y)
-    if rx.std() == 0 or ry.std() == 0:
+    """Spearman's rank correlation (scipy; average ranks for ties); None when either side is
+    constant, where it is undefined."""
+    if len(set(x)) < 2 or len(set(y)) < 2:
         return None
-    return float(np.corrcoef(rx, ry)[0, 1])
+    return float(spearmanr(x, y).statistic)
 
 
 def correlations(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
