@@ -69,11 +69,28 @@ class TrainingConfig(_Strict):
     eval_every: int | None = Field(
         None, gt=0, description="evaluate on the dev split every N steps (null = once per epoch)"
     )
+    select: Literal["best", "last"] = Field(
+        "best",
+        description="which checkpoint is the run's result: 'best' on the split select_on names "
+        "(default data.dev), or 'last'. Selecting on a biased ID dev split keeps the early, "
+        "shortcut-following checkpoint of a debiasing run: debiasing recipes use 'last'",
+    )
+    select_on: str | None = Field(
+        None,
+        description="select: best: the split whose primary metric picks the checkpoint (data.dev's "
+        "name, or an eval/challenge split's, e.g. an OOD dev split); null = data.dev",
+    )
     select_after: float = Field(
         0.0, ge=0, le=1, description="only checkpoints after this fraction of training can be 'best'"
     )
     group_by_length: bool = Field(True, description="length-grouped batches (less padding)")
-    mixed_precision: Literal["no", "fp16", "bf16"] = Field("no", description="Accelerate mixed precision")
+    mixed_precision: Literal["auto", "no", "fp16", "bf16"] = Field(
+        "auto",
+        description="Accelerate mixed precision: 'auto' = bf16 where the hardware has native bf16 "
+        "(a CUDA GPU that supports it, or a CPU with AVX512-BF16/AMX), else fp32; 'bf16' and "
+        "'fp16' fail where the hardware lacks them; 'no' = fp32. Mask scores, thresholds and "
+        "optimizer state stay fp32",
+    )
     log_every: int = Field(20, gt=0, description="steps between log lines")
     tensorboard: bool = Field(False, description="also log to TensorBoard (needs the tensorboard extra)")
     save_at_steps: list[int] = Field(

@@ -138,3 +138,26 @@ def compare_masks(
         sum(o.union for o in per_matrix.values()),
     )
     return MaskComparison(per_matrix, overall)
+
+
+MIN_MOVEMENT = 0.001
+"""A learned mask that flipped fewer than this fraction of its entries did not move."""
+
+
+def mask_movement(start: Mapping[str, torch.Tensor], final: Mapping[str, torch.Tensor]) -> dict[str, Any]:
+    """How far a learned mask moved from its start: the fraction of entries flipped and the
+    Jaccard similarity of the kept entries, overall and per matrix (``moved``: flipped >=
+    :data:`MIN_MOVEMENT`)."""
+    overlap = compare_masks(start, final, ("the starting mask", "the final mask"))
+    flips = {name: int(((start[name] != 0) != (final[name].to(start[name].device) != 0)).sum())
+             for name in start}
+    total = sum(m.numel() for m in start.values())
+    flipped = sum(flips.values()) / total if total else 0.0
+    return {
+        "flipped": flipped,
+        "flipped_entries": sum(flips.values()),
+        "jaccard": overlap.overall.jaccard,
+        "moved": flipped >= MIN_MOVEMENT,
+        "per_matrix": {name: {"flipped": flips[name] / start[name].numel(),
+                              "jaccard": overlap.per_matrix[name].jaccard} for name in start},
+    }

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from accelerate.utils import set_seed
 
 from srnet.config import Recipe, dump_recipe, load_recipe
 from srnet.errors import SrnetError
+from srnet.evaluation.mask_analysis import mask_movement
 from srnet.evaluation.predict import predict_logits
 from srnet.experiments.data import RunData, load_run_data
 from srnet.experiments.evaluate import evaluate_splits, f_bias_block
@@ -37,13 +40,14 @@ from srnet.pruning.base import PruningMethod
 from srnet.report import plot_sparsity_heatmap
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
 from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
-from srnet.tasks import Task, get_task
+from srnet.tasks import Task, get_task, split_name
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.tasks.text import TASK as TEXT_TASK
 from srnet.training.data import EncodedDataset
-from srnet.training.loop import Trainer, is_main_process
+from srnet.training.loop import DevMetric, Trainer, is_main_process
 from srnet.training.objectives import build_objective
+from srnet.training.precision import resolve_mixed_precision
 from srnet.training.pretraining import Pretraining
 
 
@@ -115,6 +119,8 @@ def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
         loss = build_loss(recipe.loss.name, recipe.loss.params)
         extras = loss_extras(recipe, task, loss, data.train)
     method = build_method(recipe.pruning, recipe.seed)
+    resolve_mixed_precision(recipe.training.mixed_precision)  # e.g. bf16 on a CPU without it
+    selection_split(recipe, data)  # training.select_on names a split of the recipe
     if data.train is None and method.needs_data:
         how = " (importance 'gradient')" if method.calibrates else ""
         raise SrnetError(f"pruning method '{recipe.pruning.method}'{how} needs data.train to find its mask")
@@ -138,7 +144,8 @@ def _execute(
     best_step = None
     if data.train is not None:
         train_set = EncodedDataset(data.train, tokenizer, recipe.model.max_length, ready.extras)
-        dev_metric = _dev_metric(recipe, task, tokenizer, data.dev) if data.dev else None
+        selected_on = selection_split(recipe, data)
+        dev_metric = _dev_metric(recipe, task, tokenizer, selected_on) if selected_on else None
         trainer = Trainer(
             model, tokenizer, train_set, recipe.training, ready.loss, run,
             seed=recipe.seed, method=method, dev_metric=dev_metric,
@@ -148,12 +155,15 @@ def _execute(
         state = trainer.train(resume=resume)
         best_step = state.best_step
         masks = trainer.load_best()
-        model = trainer.unwrapped
+        model = trainer.trained_model()
         method.freeze()
+        trained = {"mixed_precision": trainer.precision,
+                   "selection": _selection_block(recipe, selected_on, best_step, trainer.steps)}
         if not main:  # the other ranks trained in step with rank 0, which evaluates and writes
             return {}
     else:
         model.to(default_device())
+        trained = {}
     if data.train is None:
         method.prepare(model, 1)
         method.freeze()
@@ -170,6 +180,7 @@ def _execute(
         "model": source,
         "seed": recipe.seed,
         "best_step": best_step,
+        **trained,
     }
     id_sets = ([data.dev] if data.dev else []) + data.evals
     metrics.update(evaluate_splits(final, tokenizer, task, id_sets, data.challenges, recipe, run))
@@ -178,6 +189,7 @@ def _execute(
             if data.skipped.get(name):
                 block["skipped_no_gold_label"] = data.skipped[name]
     metrics["sparsity"] = _sparsity_block(masks, recipe, final)
+    record_mask_movement(recipe, run, method, masks, metrics)
     if recipe.dense_reference:
         metrics["f_bias"] = f_bias_block(metrics, Path(recipe.dense_reference))
     metadata = _mask_metadata(recipe, method, source, model, masks) if masks else None
@@ -233,6 +245,53 @@ def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length
         raise RuntimeError(f"internal error: baked model differs from the masked model by {gap:.2e}")
 
 
+def selection_split(recipe: Recipe, data: RunData) -> tuple[DataSpec, list[Example]] | None:
+    """The split whose primary metric picks the best checkpoint (``training.select_on``, default
+    data.dev); None when nothing is selected on (``select: last`` or no dev split)."""
+    if recipe.training.select == "last" or data.train is None:
+        return None
+    wanted = recipe.training.select_on
+    if wanted is None:
+        return data.dev
+    splits = ([data.dev] if data.dev else []) + data.evals + data.challenges
+    for spec, examples in splits:
+        if split_name(spec) == wanted:
+            return spec, examples
+    names = ", ".join(split_name(spec) for spec, _ in splits) or "none"
+    raise SrnetError(f"training.select_on: no split named '{wanted}' in the recipe (splits: {names})")
+
+
+def _selection_block(recipe: Recipe, selected_on, step: int | None, total: int) -> dict:
+    """How the run's result was chosen: the rule, the split, the eligibility bound and the step."""
+    cfg = recipe.training
+    rule = "best" if selected_on else "last"
+    return {"rule": rule, "split": split_name(selected_on[0]) if selected_on else None,
+            "after": cfg.select_after if selected_on else None, "step": step, "of": total,
+            **({} if rule == cfg.select else {"note": "select: best, but no dev split: the last step"})}
+
+
+MOVEMENT_START = {"hard": "its OMP start", "soft": "its magnitude start", "random": "its random start"}
+
+
+def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, masks, metrics: dict) -> None:
+    """``metrics["mask_movement"]`` for a method that learns its mask, and a log entry; one
+    warning line when the mask did not move from its start."""
+    start = method.start_masks() if masks else None
+    if start is None:
+        return
+    movement = metrics["mask_movement"] = mask_movement(start, masks)
+    cfg = recipe.pruning
+    entry = {"event": "mask_movement", "flipped": movement["flipped"], "jaccard": movement["jaccard"]}
+    if not movement["moved"]:
+        start = MOVEMENT_START.get(cfg.init, "its start") if cfg.method == "mask_train" else "its start"
+        warning = (f"{recipe.name}: the mask did not move from {start} ({movement['flipped']:.4%} of "
+                   f"entries flipped); raise pruning.mask_lr or the budget")
+        entry["warning"] = warning
+        logging.getLogger("srnet.run").warning(warning)
+    with run.log.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+
 def _mask_metadata(
     recipe: Recipe, method: PruningMethod, source: str, model: torch.nn.Module, masks
 ) -> MaskMetadata:
@@ -264,7 +323,7 @@ def _sparsity_block(masks, recipe: Recipe, model: torch.nn.Module) -> dict:
     return table
 
 
-def _dev_metric(recipe: Recipe, task: Task, tokenizer, dev: tuple[DataSpec, list[Example]]):
+def _dev_metric(recipe: Recipe, task: Task, tokenizer, dev: tuple[DataSpec, list[Example]]) -> DevMetric:
     from srnet.evaluation.metrics import evaluate_split
 
     spec, examples = dev

@@ -113,7 +113,7 @@ def prepare_text(recipe: Recipe) -> TextRun:
 
 def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -> dict:
     """Search the mask (or decide it once), score it on the dev blocks and write the run."""
-    from srnet.experiments.run import _mask_metadata
+    from srnet.experiments.run import _mask_metadata, record_mask_movement
 
     started = time.perf_counter()
     model, method, objective, tokenizer = ready.model, ready.method, ready.objective, ready.tokenizer
@@ -139,7 +139,7 @@ def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -
         )
         best_step = trainer.train(resume=resume).best_step
         masks = trainer.load_best() or {}
-        model = trainer.unwrapped
+        model = trainer.trained_model()
     else:
         model.to(default_device())
         method.prepare(model, 1)
@@ -153,6 +153,7 @@ def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -
                    "train": 0 if ready.train is None else len(ready.train)},
         "pretraining": score(model),
     }
+    record_mask_movement(recipe, run, method, masks, metrics)
     metadata = _mask_metadata(recipe, method, ready.source, model, masks) if masks else None
     if masks:
         table = sparsity_table(masks).as_dict()

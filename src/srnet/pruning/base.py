@@ -195,6 +195,11 @@ class PruningMethod(ABC):
             raise RuntimeError(f"internal error: pruning method '{self.name}' was never calibrated")
         return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
 
+    def start_masks(self) -> dict[str, Tensor] | None:
+        """The mask the method started from at its final target, for methods that learn their
+        mask (to measure how far training moved it); None for the others."""
+        return None
+
     def scores(self) -> dict[str, Tensor] | None:
         """Learned scores a ticket can be drawn from, keyed like :meth:`masks` (per weight, or per
         head/neuron for a structured granularity); None for methods without any."""
@@ -268,7 +273,14 @@ class LearnedMaskMethod(PruningMethod):
         self.schedule = self.cfg.schedule.build(self.cfg.sparsity, self.total_steps)
         self.freeze_weights(model)
         self.attach_masks(self.make_masks())
+        self.rerank(self.cfg.sparsity)  # the initial parameters' mask at the final target
+        self._start = {name: mask.cpu() for name, mask in self.masks().items()}
         self.freeze()
+
+    def start_masks(self) -> dict[str, Tensor]:
+        """The top-k of the *initial* mask parameters at the final target sparsity (hard init:
+        the OMP mask; L0's uniform init: its tie-broken ranking)."""
+        return self._start
 
     @property
     def trains_weights(self) -> bool:

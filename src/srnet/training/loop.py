@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from accelerate import Accelerator
 from accelerate.utils import send_to_device
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
@@ -46,6 +45,7 @@ from srnet.training.checkpoint import (
 )
 from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler
 from srnet.training.objectives import Objective, Standard, loss_backward, train_step
+from srnet.training.precision import make_accelerator, resolve_mixed_precision
 
 DevMetric = Callable[[torch.nn.Module], float]
 """Evaluates the model (already frozen and in eval mode) on the ID dev split; higher is better."""
@@ -135,11 +135,8 @@ class Trainer:
         self.mask_metadata = mask_metadata
         self.run = run
         self.seed = seed
-        self.accelerator = Accelerator(
-            mixed_precision=cfg.mixed_precision,
-            gradient_accumulation_steps=cfg.grad_accum,
-            cpu=not torch.cuda.is_available(),
-        )
+        self.precision = resolve_mixed_precision(cfg.mixed_precision)
+        self.accelerator = make_accelerator(self.precision, cfg.grad_accum)
         self.steps = total_steps(cfg, len(train_set), self.accelerator.num_processes)
         self.sampler = LengthGroupedBatchSampler(
             train_set.lengths, cfg.batch_size, seed, cfg.group_by_length
@@ -189,7 +186,14 @@ class Trainer:
     # ----------------------------------------------------------------- public API
     @property
     def unwrapped(self) -> torch.nn.Module:
+        """The model without its distributed wrapper (its forward still autocasts under mixed
+        precision: dev evaluations during training run in the training precision)."""
         return self.accelerator.unwrap_model(self.model)
+
+    def trained_model(self) -> torch.nn.Module:
+        """The model after training, in fp32: Accelerate's autocast wrapper is removed for good,
+        so final evaluations and exports describe the fp32 model a user loads."""
+        return self.accelerator.unwrap_model(self.model, keep_fp32_wrapper=False)
 
     def train(self, resume: bool = False) -> TrainState:
         """Run (or continue) training to ``self.steps`` optimizer steps."""
@@ -240,8 +244,10 @@ class Trainer:
                 self.state.epoch += 1
                 self.state.batch_in_epoch = 0
         bar.close()
-        if self.state.best_step is None:
-            self._save_best()  # no dev split (or never eligible): the last state is the result
+        if self.cfg.select == "last" or self.state.best_step is None:
+            # select: last, no dev split, or never eligible: the last state is the result
+            self.state.best_step = self.state.step
+            self._save_best()
         if self._tb is not None:
             self._tb.close()
         return self.state
@@ -285,7 +291,7 @@ class Trainer:
                        "sparsity": self.method.sparsity_report()["overall"]}
         if self.accelerator.num_processes > 1:
             entry["mask_digest_per_rank"] = self._check_ranks_agree()
-        eligible = self._eligible()
+        eligible = self.cfg.select == "best" and self._eligible()
         if eligible and (self.state.best_metric is None or metric > self.state.best_metric):
             self.state.best_metric, self.state.best_step = metric, self.state.step
             self._save_best()
