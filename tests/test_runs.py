@@ -89,7 +89,7 @@ def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_
 def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):
     dev = generate_synthetic("dev", 30, seed=0)
     gold = np.array([ex.label for ex in dev])
-    confidence = np.linspace(0.9, 0.1, len(dev))  # first half 'easy'
+    confidence = np.linspace(0.9, 0.1, len(dev))  # easy while the gold class is the bias argmax
     probs = np.full((len(dev), 3), 0.0)
     probs[np.arange(len(dev)), gold] = confidence
     for i, g in enumerate(gold):
@@ -102,8 +102,11 @@ def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):
     preds = [json.loads(line)["pred"] for line in rows]
     names = ["entailment", "neutral", "contradiction"]
     correct = np.array([names.index(p) == g for p, g in zip(preds, gold, strict=True)])
-    assert block["easy_hard"]["easy"] == pytest.approx(correct[:15].mean())
-    assert block["easy_hard"]["hard"] == pytest.approx(correct[15:].mean())
+    easy = confidence > (1 - confidence) / 2
+    assert easy.sum() == 21 and block["easy_hard"]["n_easy"] == 21 and block["easy_hard"]["n_hard"] == 9
+    assert block["easy_hard"]["easy"] == pytest.approx(correct[easy].mean())
+    assert block["easy_hard"]["hard"] == pytest.approx(correct[~easy].mean())
+    assert block["easy_hard"]["gap"] == pytest.approx(correct[easy].mean() - correct[~easy].mean())
 
 
 def test_rmc_pipeline_difficulty_from_runs_at_two_sparsities(tmp_path, tiny_model_dir, capsys):

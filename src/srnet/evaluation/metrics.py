@@ -172,7 +172,25 @@ def _scores(
         if gap is not None:
             scores["shortcut_gap"] = gap
     scores["primary"] = scores[scheme.metric]
+    scores.update(collapse_flag(pred, gold, names))
     return scores
+
+
+COLLAPSE_FRACTION = 0.95
+"""A model that puts at least this fraction of a split's predictions in one class has collapsed."""
+
+
+def collapse_flag(pred: np.ndarray, gold: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
+    """``majority``: the most predicted class and its share; ``collapsed``: that share is >=
+    :data:`COLLAPSE_FRACTION` while the gold labels are not that skewed (a split whose gold labels
+    are >= 95% one class cannot show a collapse).  A collapsed model's shortcut gap near -1 (every
+    HANS pair called non-entailment) is no gap reduction."""
+    counts = np.bincount(pred, minlength=len(names))
+    top = int(counts.argmax())
+    share = float(counts[top] / len(pred))
+    gold_share = float(np.bincount(gold, minlength=len(names)).max() / len(gold))
+    return {"majority": {"label": names[top], "fraction": share},
+            "collapsed": share >= COLLAPSE_FRACTION and gold_share < COLLAPSE_FRACTION}
 
 
 def _as_array(values: Any) -> np.ndarray:

@@ -63,20 +63,25 @@ def evaluate_splits(
 
 
 def easy_hard_split(bias_file: Path, examples: list[Example], preds, labels: tuple[str, ...]) -> dict:
-    """Accuracy on the easy and hard halves of a split, by the bias model's confidence in the gold label.
+    """Accuracy on the easy and hard examples of a split (Gururangan et al. 2018; RMC paper §4):
+    easy = the bias model (e.g. hypothesis-only) predicts the gold label, hard = it does not.
 
-    Easy = the half where the bias model gives the gold label the highest probability.
+    Ties in the bias model's log-probabilities go to the first class, as ``argmax`` does.
     """
     ids = [ex.id for ex in examples]
     log_probs = load_bias_log_probs(bias_file, ids, len(labels), labels=labels)
     gold = np.array([ex.label for ex in examples])
-    confidence = log_probs[np.arange(len(gold)), gold]
-    order = np.argsort(-confidence, kind="stable")
-    half = len(order) // 2
+    easy = log_probs.argmax(axis=1) == gold
     correct = np.asarray(preds) == gold
-    easy, hard = correct[order[:half]].mean(), correct[order[half:]].mean()
-    return {"easy": float(easy), "hard": float(hard), "gap": float(easy - hard),
-            "n_easy": int(half), "n_hard": int(len(order) - half), "bias_file": str(bias_file)}
+
+    def accuracy(part: np.ndarray) -> float | None:
+        return float(correct[part].mean()) if part.any() else None
+
+    acc_easy, acc_hard = accuracy(easy), accuracy(~easy)
+    gap = acc_easy - acc_hard if acc_easy is not None and acc_hard is not None else None
+    return {"easy": acc_easy, "hard": acc_hard, "gap": gap, "n_easy": int(easy.sum()),
+            "n_hard": int((~easy).sum()), "rule": "bias model predicts the gold label",
+            "bias_file": str(bias_file)}
 
 
 def f_bias_block(metrics: dict, dense_run: Path) -> dict:
