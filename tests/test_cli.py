@@ -36,15 +36,15 @@ def test_demo_shows_dense_vs_subnetworks_reruns_resumes_and_overwrites(
     argv = ["demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}", *TINY_DEMO]
     code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
-    for stage in ("[1/4] done ft", "[2/4] done bias_model", "[3/4] done prune sparsity=0.5",
-                  "[4/4] done prune sparsity=0.7"):
+    for stage in ("[1/4] done bias_model", "[2/4] done ft", "[3/4] done control", "[4/4] done prune"):
         assert stage in out
     table = out[out.index("synthetic_nli:"):]
     rows = [re.split(r"\s{2,}", line) for line in table.splitlines() if line.startswith(("dense/", "mask_"))]
-    assert [r[:2] for r in rows] == [["dense/ce", "0.0%"], ["mask_train/poe (a)", "50.0%"],
-                                     ["mask_train/poe (a)", "70.0%"]]  # measured sparsity
-    assert all(len(r) == 7 for r in rows)  # ID, OOD, gap; OOD and gap under the other rule
-    assert "ID synthetic_dev" in table and "gap synthetic_challenge [argmax]" in table
+    assert [r[:3] for r in rows] == [["dense/ce", "0.0%", "1"], ["mask_train/ce (a)", "50.0%", "1"],
+                                     ["mask_train/poe (a)", "50.0%", "1"]]  # measured sparsity
+    assert all(len(r) == 10 for r in rows)  # ID, easy, hard, E-H, OOD, gap, |gap|
+    assert "E-H synthetic_dev" in table and "|gap| synthetic_challenge" in table
+    assert "ID synthetic_dev" in table and "(report.md: both rules)" in table
     assert "synthetic_challenge: collapse rule 'sum'" in table
     demo = tmp_path / "demo"
     assert f"report: {demo / 'report' / 'report.md'}" in out
@@ -52,9 +52,12 @@ def test_demo_shows_dense_vs_subnetworks_reruns_resumes_and_overwrites(
     assert "- mask_train/poe (a): ../prune/" in report and "- dense/ce: ../ft/" in report
     figures = sorted(p.name for p in (demo / "report").glob("*.png"))
     assert "s1_vs_sparsity.png" in figures and len(figures) >= 3
-    prunes = [json.loads(p.read_text()) for p in demo.glob("prune/*/metrics.json")]
-    assert sorted(round(m["sparsity"]["overall"], 2) for m in prunes) == [0.5, 0.7]
+    prunes = [json.loads(p.read_text()) for p in demo.glob("*/*/metrics.json")]
+    prunes = [m for m in prunes if "mask_movement" in m]
+    assert sorted(round(m["sparsity"]["overall"], 2) for m in prunes) == [0.5, 0.5]
+    assert all(m["selection"]["rule"] == "last" for m in prunes)
     assert all("name: poe" in p.read_text() for p in demo.glob("prune/*/config.yaml"))
+    assert all("name: ce" in p.read_text() for p in demo.glob("control/*/config.yaml"))
     summary = (demo / "summary.txt").stat().st_mtime_ns
     for extra in ([], ["--resume"]):  # a finished demo: its result again, nothing recomputed
         code, again, _ = run_cli(capsys, *argv, *extra)
@@ -67,7 +70,20 @@ def test_demo_shows_dense_vs_subnetworks_reruns_resumes_and_overwrites(
     assert code == 0 and "start" not in resumed and "report:" in resumed  # no stage ran again
     code, _, _ = run_cli(capsys, *argv, "--overwrite")
     assert code == 0 and (demo / "summary.txt").stat().st_mtime_ns != summary
-    assert len(list(demo.glob("prune/*/metrics.json"))) == 2
+    assert len(list(demo.glob("prune/*/metrics.json"))) == 1
+
+
+def test_demo_seeds_prints_mean_and_std(capsys, monkeypatch, tmp_path, tiny_model_dir):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    argv = ["demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}", *TINY_DEMO]
+    code, out, err = run_cli(capsys, *argv, "--seeds", "2")
+    assert code == 0, err
+    assert "done prune seed=1" in out and "done prune seed=42" in out
+    rows = [re.split(r"\s{2,}", line) for line in out.splitlines() if line.startswith(("dense/", "mask_"))]
+    assert [r[2] for r in rows] == ["2", "2", "2"] and all("±" in r[3] for r in rows)
+    assert (tmp_path / "demo_seeds2" / "summary.txt").is_file()
+    code, _, err = run_cli(capsys, *argv, "--seeds", "0")
+    assert code == 2 and "demo --seeds: 0 is not between 1 and 10" in err
 
 
 def test_finetune_predict_evaluate_export_masks(capsys, tmp_path, tiny_model_dir):

@@ -50,6 +50,7 @@ def demo(
     *,
     resume: bool = False,
     overwrite: bool = False,
+    seeds: int = 1,
     progress: Callable[[str], None] = print,
 ) -> DemoResult:
     """Run the built-in demo sweep (:mod:`srnet.experiments.demo`) and its report; when it has
@@ -59,7 +60,7 @@ def demo(
     from srnet.experiments.sweep import RECORD, plan_sweep, record_sweep
     from srnet.models import check_model_source
 
-    data = demo_sweep(data_dir, output_dir, overrides)
+    data = demo_sweep(data_dir, output_dir, overrides, seeds)
     jobs = plan_sweep(data, "demo")
     out = Path(data["output_dir"])
     if not overwrite and (done := finished_demo(out, jobs)) is not None:

@@ -97,12 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.set_defaults(func=cmd_attack)
 
-    p = sub.add_parser("demo", help="the main job: dense CE vs PoE subnetworks (50%%, 70%%) and a report")
+    p = sub.add_parser("demo", help="the main job: dense CE vs a CE mask and the PoE SRNet at 50%% sparsity, "
+                       "and a report")
     p.add_argument("--data-dir", help="use the real MNLI sample and HANS from this folder")
     p.add_argument("--output-dir", default="runs")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--resume", action="store_true", help="continue an interrupted demo")
     p.add_argument("--overwrite", action="store_true", help="start over (a finished demo is shown again)")
+    p.add_argument("--seeds", type=int, default=1,
+                   help="run each stage with N seeds (42, 1, 2, ...) into <name>_seeds<N>: mean ± std")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
@@ -310,7 +313,7 @@ def cmd_demo(args) -> int:
     from srnet import api
 
     result = api.demo(args.data_dir, args.output_dir, args.overrides, resume=args.resume,
-                      overwrite=args.overwrite)
+                      overwrite=args.overwrite, seeds=args.seeds)
     print(result.summary, end="")
     return 0
 

@@ -218,16 +218,38 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
     rule = rule or section.rule
     values: dict[str, float | None] = {}
     for split in section.id_splits:
-        values[f"ID {split}"] = (run.block("id", split, rule) or {}).get("primary")
+        block = run.block("id", split, rule) or {}
+        values[f"ID {split}"] = block.get("primary")
+        easy_hard = (run.metrics["id"].get(split) or {}).get("easy_hard")
+        if easy_hard:
+            values |= {f"easy {split}": easy_hard.get("easy"), f"hard {split}": easy_hard.get("hard"),
+                       f"E-H {split}": easy_hard.get("gap")}
     for split in section.ood_splits:
         block = run.block("ood", split, rule) or {}
         values[split] = block.get("primary")
         scheme = section.scheme(split)
         if block.get("shortcut_gap") is not None or (scheme is not None and scheme.shortcut):
-            values[f"gap {split}"] = block.get("shortcut_gap")
+            gap = block.get("shortcut_gap")
+            values[f"gap {split}"] = gap
+            values[f"|gap| {split}"] = None if gap is None else abs(gap)
+        if "collapsed" in block:
+            values[f"{COLLAPSED} {split}"] = float(block["collapsed"])
     values.update(f_bias_values(run, section, rule))
     values.update(attack_values(run))
     return values
+
+
+COLLAPSED = "collapsed"
+"""Column prefix: the fraction of a configuration's runs whose predictions on a split collapsed
+into one class (``metrics.json``'s ``collapsed``); tables show it as a mark, never as a number."""
+
+
+def collapsed_runs(group: Group, split: str) -> str:
+    """A mark for a configuration whose runs collapsed on ``split``: '' or ' †k/n'."""
+    stat = group.stats.get(f"{COLLAPSED} {split}")
+    if stat is None or stat.mean == 0:
+        return ""
+    return f" †{round(stat.mean * stat.n)}/{stat.n}"
 
 
 def attack_values(run: Run) -> dict[str, float]:

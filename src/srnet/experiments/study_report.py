@@ -28,11 +28,13 @@ from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import SparsityTable, compare_masks
 from srnet.experiments.aggregate import (
     ATTACK_COLUMNS,
+    COLLAPSED,
     DENSE,
     LABELS,
     Group,
     Section,
     Stat,
+    collapsed_runs,
     find_runs,
     group_runs,
     load_run,
@@ -85,7 +87,11 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool 
         "split's column is its primary metric; gap = shortcut gap (accuracy on the label the "
         "shortcut predicts minus on the other, over the shortcut's heuristics); F_bias = the "
         "relative ID-OOD drop over the dense CE model's (against the mean dense CE model of the "
-        "section when it has one, else the run's own dense_reference).",
+        "section when it has one, else the run's own dense_reference). easy / hard / E-H: accuracy "
+        "on the ID examples the bias model gets right / wrong, and their difference (Gururangan et "
+        "al. 2018; RMC paper section 4). † k/n: k of the n runs put >= 95% of their predictions "
+        "on that split in one class (collapsed): their challenge accuracy and gap are no "
+        "robustness, and figures leave their gap points out.",
     ]
     for index, section in enumerate(found, 1):
         lines += _section(index, section, out, report, figures)
@@ -108,7 +114,8 @@ def _section(index: int, section: Section, out: Path, report: Report, figures: b
         lines += [""]
     attacks = sorted({name for run in section.runs for name in run.attacks})
     attack_columns = {f"{name} {c}" for name in attacks for c in ATTACK_COLUMNS}
-    columns = [c for c in dict.fromkeys(c for g in groups for c in g.stats) if c not in attack_columns]
+    columns = [c for c in dict.fromkeys(c for g in groups for c in g.stats)
+               if c not in attack_columns and not c.startswith(f"{COLLAPSED} ")]
     table = _stats_table(groups, columns)
     report.tables.append(table)
     lines += [table]
@@ -167,10 +174,16 @@ def _stats_table(groups: list[Group], columns: list[str], *, headers: dict[str, 
         row |= {k: group.labels.get(k, "-") for k in extra}
         counts = [group.stats[c].n for c in columns if c in group.stats]
         row["n"] = max(counts) if headers and counts else len(group.runs)  # attack tables: runs attacked
-        row |= {headers.get(c, c): _cell(group.stats.get(c), digits) for c in columns}
+        row |= {headers.get(c, c): _marked(group, c, _cell(group.stats.get(c), digits)) for c in columns}
         rows.append(row)
     shown = [headers.get(c, c) for c in columns]
     return format_table(rows, ["method", "loss", "paradigm", "sparsity", *extra, "n", *shown], markdown=True)
+
+
+def _marked(group: Group, column: str, cell: str | None) -> str | None:
+    """``cell`` with the collapse mark of the OOD split the column belongs to."""
+    split = column.removeprefix("|gap| ").removeprefix("gap ")
+    return None if cell is None else cell + collapsed_runs(group, split)
 
 
 def _cell(stat: Stat | None, digits: int = 4) -> str | None:
@@ -185,22 +198,28 @@ def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tup
     panels = []
     attacked = {f"{a} {c}" for g in groups for r in g.runs for a in r.attacks for c in ATTACK_COLUMNS}
     for column in dict.fromkeys(c for g in groups for c in g.stats
-                                if not c.startswith("F_bias") and c not in attacked):
-        split = column.removeprefix("ID ").removeprefix("gap ")
+                                if not c.startswith(("F_bias", "|gap| ", f"{COLLAPSED} "))
+                                and c not in attacked):
+        part, _, rest = column.partition(" ")
+        split = rest if part in ("ID", "gap", "easy", "hard", "E-H") else column
         scheme = section.scheme(split)
         metric = scheme.metric.replace("_", " ") if scheme else "primary metric"
-        if column.startswith("gap "):
+        if part in ("easy", "hard"):
+            ylabel, title = "accuracy", f"ID {split}: {part} examples"
+        elif part == "E-H":
+            ylabel, title = "easy − hard accuracy", f"ID {split}: easy − hard gap"
+        elif column.startswith("gap "):
             shortcut = scheme.shortcut if scheme else None
             ylabel = f"{shortcut.follows} − {shortcut.against} accuracy" if shortcut else "gap"
-            title = f"{split}: shortcut gap ({rule} rule)"
+            title = f"{split}: shortcut gap ({rule} rule; collapsed runs not drawn)"
         else:
             ylabel, title = metric, f"{'ID ' if column.startswith('ID ') else 'OOD '}{split}"
         curves: dict[str, list[tuple[float, float, float | None]]] = {}
         dense = []
         for group in groups:
             stat = group.stats.get(column)
-            if stat is None:
-                continue
+            if stat is None or (column.startswith("gap ") and collapsed_runs(group, split)):
+                continue  # a collapsed model's gap is no reduction of the shortcut
             if group.labels["method"] == DENSE:
                 dense.append((_display(group, method=False), stat.mean, stat.std))
             else:
