@@ -92,6 +92,12 @@ class TrainingConfig(_Strict):
         "optimizer state stay fp32",
     )
     log_every: int = Field(20, gt=0, description="steps between log lines")
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _yaml_no(cls, value: Any) -> Any:
+        """YAML reads a bare ``no`` as false: it means 'no' here."""
+        return "no" if value is False else value
     tensorboard: bool = Field(False, description="also log to TensorBoard (needs the tensorboard extra)")
     save_at_steps: list[int] = Field(
         default_factory=list,
@@ -136,6 +142,13 @@ class ObjectiveConfig(_Strict):
         return self
 
 class EvaluationConfig(_Strict):
+    easy_hard: bool = Field(
+        False,
+        description="require the easy/hard split of every ID split (easy = the bias model predicts "
+        "the gold label; Gururangan et al. 2018): bias_dir must hold <split>.jsonl for each, as a "
+        "`srnet bias fit` folder or a sweep's '@<bias_fit stage>' does. Without it, a split gets "
+        "easy/hard whenever bias_dir has its file",
+    )
     collapse: Literal["sum", "argmax"] = Field(
         "sum",
         description="primary rule where a challenge set merges model classes (HANS: neutral + "

@@ -121,6 +121,7 @@ def preflight(recipe: Recipe, task: Task, data: RunData) -> Prepared:
     method = build_method(recipe.pruning, recipe.seed)
     resolve_mixed_precision(recipe.training.mixed_precision)  # e.g. bf16 on a CPU without it
     selection_split(recipe, data)  # training.select_on names a split of the recipe
+    check_easy_hard(recipe, data)
     if data.train is None and method.needs_data:
         how = " (importance 'gradient')" if method.calibrates else ""
         raise SrnetError(f"pruning method '{recipe.pruning.method}'{how} needs data.train to find its mask")
@@ -259,6 +260,20 @@ def selection_split(recipe: Recipe, data: RunData) -> tuple[DataSpec, list[Examp
             return spec, examples
     names = ", ".join(split_name(spec) for spec, _ in splits) or "none"
     raise SrnetError(f"training.select_on: no split named '{wanted}' in the recipe (splits: {names})")
+
+
+def check_easy_hard(recipe: Recipe, data: RunData) -> None:
+    """``evaluation.easy_hard``: a bias-prediction file for every ID split, before any model loads."""
+    if not recipe.evaluation.easy_hard:
+        return
+    if not recipe.bias_dir:
+        raise SrnetError("evaluation.easy_hard: needs bias_dir (a `srnet bias fit` folder, or "
+                         "'@<bias_fit stage>' in a sweep)")
+    for spec, _ in ([data.dev] if data.dev else []) + data.evals:
+        path = Path(recipe.bias_dir) / f"{split_name(spec)}.jsonl"
+        if not path.is_file():
+            raise SrnetError(f"evaluation.easy_hard: {path} not found (no bias predictions for ID split "
+                             f"'{split_name(spec)}'; fit the bias model on a recipe that names it)")
 
 
 def _selection_block(recipe: Recipe, selected_on, step: int | None, total: int) -> dict:

@@ -11,6 +11,7 @@ such as HANS ``heuristic``) are read when present.  Ids come from the id column,
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Iterable, Sequence
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from srnet.errors import SrnetError
 from srnet.tasks.base import Example, LabelSpace
-from srnet.tasks.readers import FORMAT_COLUMNS, NO_GOLD, RawSplit, open_split
+from srnet.tasks.readers import FORMAT_COLUMNS, NO_GOLD, RawSplit, open_split, resolve_path
 from srnet.tasks.registry import get_task
 from srnet.tasks.spec import ColumnMap, DataSpec, LabelScheme, Task
 from srnet.tasks.synthetic import generate_synthetic, synthetic_labels
@@ -58,6 +59,8 @@ def load_split(task: Task | str, spec: DataSpec, *, base_dir: str | Path | None 
         raise SrnetError(f"{source}: no examples{extra}")
     if skipped:
         log.info("%s: skipped %d rows without a gold label", source, skipped)
+    if spec.ids_file is not None:
+        examples = _keep_listed(examples, resolve_path(spec.ids_file, base_dir), source)
     if spec.n is not None:
         examples = stratified_subsample(examples, spec.n, spec.seed, strata=_strata(scheme, examples))
     return LoadedSplit(name, examples, scheme, skipped)
@@ -207,3 +210,27 @@ def _label_lookup(scheme: LabelScheme, spec: DataSpec, source: str) -> dict[str,
 
 def _challenge_note(spec: DataSpec) -> str:
     return f" (challenge {spec.challenge})" if spec.challenge else ""
+
+
+def _keep_listed(examples: list[Example], ids_file: Path, source: str) -> list[Example]:
+    """The examples whose id is listed in ``ids_file`` (JSON Lines with 'pairID' or 'id')."""
+    wanted: set[str] = set()
+    try:
+        lines = ids_file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SrnetError(f"{ids_file}: cannot read the ids file ({type(exc).__name__})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            raise SrnetError(f"{ids_file}:{number}: not a JSON object") from None
+        key = row.get("pairID", row.get("id")) if isinstance(row, dict) else None
+        if key is None:
+            raise SrnetError(f"{ids_file}:{number}: no 'pairID' or 'id' field")
+        wanted.add(str(key))
+    kept = [ex for ex in examples if ex.id in wanted]
+    if not kept:
+        raise SrnetError(f"{ids_file}: none of its {len(wanted)} ids matches an example of {source}")
+    return kept

@@ -75,6 +75,11 @@ class DataSpec(BaseModel):
     )
     hub: HubSpec | None = Field(None, description="load a Hugging Face hub dataset instead of a file")
     synthetic: SyntheticSpec | None = Field(None, description="generate the synthetic NLI task")
+    ids_file: str | None = Field(
+        None,
+        description="keep only the examples whose id is in this JSON Lines file ('pairID' or 'id' "
+        "of each row), e.g. a published MNLI hard subset as a challenge split",
+    )
     n: int | None = Field(None, gt=0, description="stratified subsample of n examples (None = all)")
     seed: int = Field(0, description="seed of the subsample")
     name: str | None = Field(None, description="display name (default: derived from the file name)")
