@@ -5,7 +5,8 @@ variants (dense, mask_train, imp at 50%; default backbone, batch 32 x 64, random
 fp32 and under Accelerate's bf16 mixed precision (``Accelerator(mixed_precision="bf16")``
 wraps the model's forward in autocast, as ``training.mixed_precision: bf16`` does), and prints
 ms/step and the fp32 / bf16 ratio.  With ``--demo`` it then runs (or reuses) the synthetic demo
-with 3 seeds in each precision (``srnet demo --seeds 3 --set training.mixed_precision=...``) and
+with 3 seeds in fp32 (``--set training.mixed_precision=no``) and with its default (``auto``: bf16
+where native) and
 prints each configuration's mean ± std ID and challenge accuracy side by side.
 
 Run: ``python benchmarks/bench_precision.py [--steps N --rounds R] [--demo --output-dir DIR]``.
@@ -26,6 +27,8 @@ from srnet.training.precision import make_accelerator, native_bf16
 
 KINDS = ("dense", "mask_train", "imp")
 PRECISIONS = {"fp32": "no", "bf16": "bf16"}
+DEMO_OVERRIDES = {"fp32": ["training.mixed_precision=no"], "bf16": []}
+"""The demo in fp32, and with its default (auto: bf16 where native, which the timing line reports)."""
 
 
 def time_steps(args: argparse.Namespace) -> None:
@@ -69,11 +72,12 @@ def compare_demos(output_dir: Path) -> None:
     from srnet.experiments.aggregate import find_runs, group_runs, load_run, sections
 
     rows: dict[str, dict[str, str]] = {}
-    for name, value in PRECISIONS.items():
-        result = api.demo(None, output_dir / name, [f"training.mixed_precision={value}"], seeds=3,
-                          resume=True, progress=lambda line: None)
-        runs = [load_run(p) for p in find_runs([result.output_dir])
-                if result.output_dir / "report" not in p.parents]
+    for name, overrides in DEMO_OVERRIDES.items():
+        folder = output_dir / name / "demo_seeds3"
+        if not (folder / "summary.txt").is_file():  # a finished demo is read as it is
+            api.demo(None, output_dir / name, overrides, seeds=3, resume=(folder / "sweep.yaml").is_file(),
+                     progress=lambda line: None)
+        runs = [load_run(p) for p in find_runs([folder]) if folder / "report" not in p.parents]
         for group in group_runs(sections(runs)[0]):
             for column, stat in group.stats.items():
                 if column.startswith(("ID ", "synthetic_challenge", "gap ")):

@@ -42,8 +42,8 @@ def test_demo_shows_dense_vs_subnetworks_reruns_resumes_and_overwrites(
     rows = [re.split(r"\s{2,}", line) for line in table.splitlines() if line.startswith(("dense/", "mask_"))]
     assert [r[:3] for r in rows] == [["dense/ce", "0.0%", "1"], ["mask_train/ce (a)", "50.0%", "1"],
                                      ["mask_train/poe (a)", "50.0%", "1"]]  # measured sparsity
-    assert all(len(r) == 10 for r in rows)  # ID, easy, hard, E-H, OOD, gap, |gap|
-    assert "E-H synthetic_dev" in table and "|gap| synthetic_challenge" in table
+    assert all(len(r) == 10 for r in rows)  # ID, easy, hard, E-H, OOD, gap, abs gap
+    assert "E-H synthetic_dev" in table and "abs gap synthetic_challenge" in table
     assert "ID synthetic_dev" in table and "(report.md: both rules)" in table
     assert "synthetic_challenge: collapse rule 'sum'" in table
     demo = tmp_path / "demo"

@@ -182,9 +182,9 @@ def test_easy_hard_from_a_bias_fit_stage_in_a_sweep(tmp_path, tiny_model_dir):
     from srnet.experiments.sweep import plan_sweep
 
     base = {k: v for k, v in recipe(tmp_path, tiny_model_dir, "x").items() if k not in ("name", "output_dir")}
+    ft = {"kind": "train", "set": {"bias_dir": "@bias_model", "evaluation.easy_hard": True}}
     sweep = {"name": "eh", "output_dir": str(tmp_path / "eh"), "base": base,
-             "stages": {"bias_model": {"kind": "bias_fit"},
-                        "ft": {"kind": "train", "set": {"bias_dir": "@bias_model", "evaluation.easy_hard": True}}}}
+             "stages": {"bias_model": {"kind": "bias_fit"}, "ft": ft}}
     jobs = plan_sweep(sweep, "test")
     (tmp_path / "eh").mkdir()
     assert not execute(jobs, tmp_path / "eh", progress=lambda line: None).failed

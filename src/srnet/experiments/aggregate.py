@@ -231,13 +231,19 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
         if block.get("shortcut_gap") is not None or (scheme is not None and scheme.shortcut):
             gap = block.get("shortcut_gap")
             values[f"gap {split}"] = gap
-            values[f"|gap| {split}"] = None if gap is None else abs(gap)
+            values[f"abs gap {split}"] = None if gap is None else abs(gap)
         if "collapsed" in block:
             values[f"{COLLAPSED} {split}"] = float(block["collapsed"])
+    movement = run.metrics.get("mask_movement")
+    if movement:
+        values[MASK_FLIPPED] = movement.get("flipped")
     values.update(f_bias_values(run, section, rule))
     values.update(attack_values(run))
     return values
 
+
+MASK_FLIPPED = "mask flipped"
+"""Column: the fraction of a learned mask's entries that moved from its start (``mask_movement``)."""
 
 COLLAPSED = "collapsed"
 """Column prefix: the fraction of a configuration's runs whose predictions on a split collapsed

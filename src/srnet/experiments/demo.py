@@ -132,6 +132,7 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
     (report.md has both), collapsed configurations marked."""
     from srnet.experiments.aggregate import (
         COLLAPSED,
+        MASK_FLIPPED,
         collapsed_runs,
         find_runs,
         group_runs,
@@ -153,9 +154,9 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
             row = {"model": group.name, "sparsity": f"{sum(measured) / len(measured):.1%}",
                    "n": len(group.runs)}
             for column, stat in group.stats.items():
-                if column.startswith(("F_bias", f"{COLLAPSED} ")):
+                if column.startswith(("F_bias", f"{COLLAPSED} ", MASK_FLIPPED)):
                     continue
-                split = column.removeprefix("|gap| ").removeprefix("gap ")
+                split = column.removeprefix("abs gap ").removeprefix("gap ")
                 row[column] = _mean_std(stat) + collapsed_runs(group, split)
             rows.append(row)
         columns = list(dict.fromkeys(c for row in rows for c in row))

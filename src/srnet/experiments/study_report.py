@@ -31,6 +31,7 @@ from srnet.experiments.aggregate import (
     COLLAPSED,
     DENSE,
     LABELS,
+    MASK_FLIPPED,
     Group,
     Section,
     Stat,
@@ -91,7 +92,8 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool 
         "on the ID examples the bias model gets right / wrong, and their difference (Gururangan et "
         "al. 2018; RMC paper section 4). † k/n: k of the n runs put >= 95% of their predictions "
         "on that split in one class (collapsed): their challenge accuracy and gap are no "
-        "robustness, and figures leave their gap points out.",
+        "robustness, and figures leave their gap points out. mask flipped: the fraction of a learned "
+        "mask's entries that left its start (below 0.001 the mask did not move).",
     ]
     for index, section in enumerate(found, 1):
         lines += _section(index, section, out, report, figures)
@@ -182,7 +184,7 @@ def _stats_table(groups: list[Group], columns: list[str], *, headers: dict[str, 
 
 def _marked(group: Group, column: str, cell: str | None) -> str | None:
     """``cell`` with the collapse mark of the OOD split the column belongs to."""
-    split = column.removeprefix("|gap| ").removeprefix("gap ")
+    split = column.removeprefix("abs gap ").removeprefix("gap ")
     return None if cell is None else cell + collapsed_runs(group, split)
 
 
@@ -198,8 +200,8 @@ def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tup
     panels = []
     attacked = {f"{a} {c}" for g in groups for r in g.runs for a in r.attacks for c in ATTACK_COLUMNS}
     for column in dict.fromkeys(c for g in groups for c in g.stats
-                                if not c.startswith(("F_bias", "|gap| ", f"{COLLAPSED} "))
-                                and c not in attacked):
+                                if not c.startswith(("F_bias", "abs gap ", f"{COLLAPSED} "))
+                                and c not in attacked and c != MASK_FLIPPED):
         part, _, rest = column.partition(" ")
         split = rest if part in ("ID", "gap", "easy", "hard", "E-H") else column
         scheme = section.scheme(split)

@@ -1,0 +1,44 @@
+"""Copy the record of every finished run of a sweep or demo folder into the repository.
+
+For each run directory (one with a ``metrics.json``) under SRC, copies ``metrics.json``,
+``config.yaml``, ``environment.json`` and ``log.jsonl`` (and a bias stage's ``bias_metrics.json``)
+to the same relative path under DST, so a study run in parts loses nothing between sessions.
+Models, masks and predictions stay out.  Run:
+``python benchmarks/collect_results.py runs/rmc_easy_hard_cpu results/rmc_easy_hard_cpu``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+KEPT = ("metrics.json", "config.yaml", "environment.json", "log.jsonl", "bias_metrics.json", "stage.json")
+
+
+def collect(src: Path, dst: Path) -> int:
+    copied = 0
+    for marker in sorted([*src.rglob("metrics.json"), *src.rglob("bias_metrics.json")]):
+        run = marker.parent
+        parts = run.relative_to(src).parts
+        if any(part.startswith(".") or part in ("report", "checkpoints") for part in parts):
+            continue
+        target = dst / run.relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in KEPT:
+            if (run / name).is_file():
+                shutil.copy2(run / name, target / name)
+                copied += 1
+    return copied
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("src", type=Path)
+    parser.add_argument("dst", type=Path)
+    args = parser.parse_args()
+    print(f"copied {collect(args.src, args.dst)} files into {args.dst}")
+
+
+if __name__ == "__main__":
+    main()
