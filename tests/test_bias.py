@@ -283,3 +283,15 @@ def test_overlap_bias_model_on_mnli_predicts_hans_as_entailment(shared_data):
     entailment = HANS.collapse(np.exp(preds.log_probs), NLI).argmax(1) == 0
     assert entailment.mean() > 0.8  # the lexical-overlap shortcut: HANS pairs overlap fully
     assert 0.4 < preds.accuracy < 0.6  # HANS is half entailment, half not
+
+
+def test_rmc_proxy_agreement_with_a_bias_split():
+    from srnet.bias.difficulty import proxy_agreement
+
+    difficulty = np.array([0.1, 0.9, 0.2, 0.8, 0.3, 0.7])
+    assert proxy_agreement(difficulty, np.array([1, 0, 1, 0, 1, 0]))["agreement"] == 1.0
+    flipped = proxy_agreement(difficulty, np.array([0, 1, 0, 1, 0, 1]))
+    assert flipped == {"agreement": 0.0, "n": 6, "n_easy": 3}
+    assert proxy_agreement(difficulty, np.array([1, 0, 0, 0, 1, 1]))["agreement"] == pytest.approx(4 / 6)
+    with pytest.raises(SrnetError, match="6 difficulties for 2 bias-model labels"):
+        proxy_agreement(difficulty, np.array([1, 0]))

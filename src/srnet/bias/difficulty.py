@@ -97,3 +97,19 @@ def load_difficulty(path: str | Path, example_ids: Sequence[str]) -> np.ndarray:
             raise SrnetError(f"{path}: difficulty of id '{ex_id}' is {value!r}; expected a number in [0, 1]")
         out[n] = value
     return out
+
+
+def proxy_agreement(difficulty: np.ndarray, bias_easy: np.ndarray) -> dict[str, float | int]:
+    """How often RMC's variance proxy and a bias-model split agree on easy vs hard (RMC paper
+    section 4.1: 82.8% against Gururangan et al.'s hypothesis-only split on MNLI).
+
+    The proxy calls the ``bias_easy.sum()`` examples of lowest difficulty (loss variance) easy, so
+    both splits have the same number of easy examples; ties keep the file order.
+    """
+    difficulty, bias_easy = np.asarray(difficulty), np.asarray(bias_easy, dtype=bool)
+    if difficulty.shape != bias_easy.shape:
+        raise SrnetError(f"{difficulty.shape[0]} difficulties for {bias_easy.shape[0]} bias-model labels")
+    n_easy = int(bias_easy.sum())
+    proxy_easy = np.zeros(len(difficulty), dtype=bool)
+    proxy_easy[np.argsort(difficulty, kind="stable")[:n_easy]] = True
+    return {"agreement": float((proxy_easy == bias_easy).mean()), "n": len(difficulty), "n_easy": n_easy}
