@@ -128,6 +128,9 @@ def test_a_mask_that_did_not_move_is_reported(tmp_path, tiny_model_dir, caplog):
     warning = ("still: the mask did not move from its OMP start (0.0000% of entries flipped); "
                "raise pruning.mask_lr or the budget")
     assert warning in caplog.text
+    early = ("pruning.mask_lr 1e-09 over 6 steps moves a score by at most ~0.0000, and hard-init kept "
+             "and pruned scores are 0.02 apart: the mask cannot leave its OMP start")
+    assert early in caplog.text  # said before any step was spent
     assert log_events(result.run_dir, "mask_movement")[0]["warning"] == warning
 
 
@@ -137,7 +140,8 @@ def test_a_mask_that_moved_records_how_far(tmp_path, tiny_model_dir, caplog):
     with caplog.at_level(logging.WARNING, logger="srnet"):
         movement = api.run(moving).metrics["mask_movement"]
     assert movement["moved"] and 0.001 <= movement["flipped"] <= 1 and movement["jaccard"] < 1
-    assert movement["flipped_entries"] > 0 and "did not move" not in caplog.text
+    assert movement["flipped_entries"] > 0
+    assert "did not move" not in caplog.text and "cannot leave" not in caplog.text
 
 
 def test_one_shot_methods_record_no_movement(tmp_path, tiny_model_dir):

@@ -92,8 +92,10 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool 
         "on the ID examples the bias model gets right / wrong, and their difference (Gururangan et "
         "al. 2018; RMC paper section 4). † k/n: k of the n runs put >= 95% of their predictions "
         "on that split in one class (collapsed): their challenge accuracy and gap are no "
-        "robustness, and figures leave their gap points out. mask flipped: the fraction of a learned "
-        "mask's entries that left its start (below 0.001 the mask did not move).",
+        "robustness, and figures leave out the gap points of configurations that collapsed with a "
+        "gap <= 0 (onto the label against the shortcut, which would read as a gap reduction). mask "
+        "flipped: the fraction of a learned mask's entries that left its start (below 0.001 the mask "
+        "did not move).",
     ]
     for index, section in enumerate(found, 1):
         lines += _section(index, section, out, report, figures)
@@ -114,6 +116,13 @@ def _section(index: int, section: Section, out: Path, report: Report, figures: b
             lines += [f"{len(legacy)} run(s) predate recording both rules: their metrics.json holds "
                       "`sum` only."]
         lines += [""]
+    for split in section.id_splits:
+        sizes = {(b["n_easy"], b["n_hard"]) for r in section.runs
+                 if (b := (r.metrics["id"].get(split) or {}).get("easy_hard"))}
+        if sizes:
+            shown = "; ".join(f"{e:,} easy / {h:,} hard" for e, h in sorted(sizes))
+            lines += [f"Easy/hard split of {split} (easy = the bias model predicts the gold label): "
+                      f"{shown}.", ""]
     attacks = sorted({name for run in section.runs for name in run.attacks})
     attack_columns = {f"{name} {c}" for name in attacks for c in ATTACK_COLUMNS}
     columns = [c for c in dict.fromkeys(c for g in groups for c in g.stats)
@@ -213,15 +222,17 @@ def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tup
         elif column.startswith("gap "):
             shortcut = scheme.shortcut if scheme else None
             ylabel = f"{shortcut.follows} − {shortcut.against} accuracy" if shortcut else "gap"
-            title = f"{split}: shortcut gap ({rule} rule; collapsed runs not drawn)"
+            title = f"{split}: shortcut gap ({rule} rule; collapses with gap <= 0 not drawn)"
         else:
             ylabel, title = metric, f"{'ID ' if column.startswith('ID ') else 'OOD '}{split}"
         curves: dict[str, list[tuple[float, float, float | None]]] = {}
         dense = []
         for group in groups:
             stat = group.stats.get(column)
-            if stat is None or (column.startswith("gap ") and collapsed_runs(group, split)):
-                continue  # a collapsed model's gap is no reduction of the shortcut
+            against = column.startswith("gap ") and collapsed_runs(group, split) and stat is not None \
+                and stat.mean <= 0
+            if stat is None or against:
+                continue  # a model collapsed against the shortcut label: its gap is no reduction
             if group.labels["method"] == DENSE:
                 dense.append((_display(group, method=False), stat.mean, stat.std))
             else:

@@ -7,12 +7,16 @@ resets the threshold, which is held fixed in between.
 
 from __future__ import annotations
 
-from torch import Tensor
+import logging
+
+from torch import Tensor, nn
 
 from srnet.pruning.base import LearnedMaskMethod, register_method
 from srnet.pruning.magnitude import magnitudes
 from srnet.pruning.random import uniform_scores
 from srnet.sparsity import FixedMask, ScoreMask, original_weight, rank
+
+log = logging.getLogger("srnet.pruning")
 
 
 @register_method("mask_train")
@@ -32,6 +36,24 @@ class MaskTraining(LearnedMaskMethod):
             return uniform_scores([t.shape for t in self.targets], self.seed, [w.device for w in weights])
         ranked = rank(magnitudes(self.targets), cfg.sparsity, cfg.scope)
         return [keep * (cfg.alpha * cfg.phi) for keep, _ in ranked]
+
+    def setup(self, model: nn.Module) -> None:
+        super().setup(model)
+        self._check_reach()
+
+    def _check_reach(self) -> None:
+        """Hard init keeps scores alpha*phi apart from the pruned ones (0).  AdamW moves a score by
+        at most about the lr per step, and a linear warm-up/decay schedule averages half its peak,
+        so ``total_steps * mask_lr / 2`` bounds the movement: when a kept and a pruned score moving
+        toward each other cannot close the gap, say so before any step is spent."""
+        cfg = self.cfg
+        reach = self.total_steps * cfg.mask_lr / 2
+        if cfg.init == "hard" and 2 * reach < cfg.alpha * cfg.phi:
+            log.warning(
+                "pruning.mask_lr %g over %d steps moves a score by at most ~%.4f, and hard-init kept "
+                "and pruned scores are %g apart: the mask cannot leave its OMP start (raise mask_lr "
+                "to >= %.1e or the budget)", cfg.mask_lr, self.total_steps, reach, cfg.alpha * cfg.phi,
+                cfg.alpha * cfg.phi / self.total_steps)
 
     def make_masks(self) -> list[FixedMask]:
         weights = [original_weight(t.module) for t in self.targets]
