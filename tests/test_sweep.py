@@ -133,6 +133,31 @@ def events(out: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]  # a kill may cut the last line
 
 
+def test_kill_9_of_a_two_worker_sweep_leaves_no_worker_alive(tmp_path, tiny_model_dir):
+    psutil = pytest.importorskip("psutil")
+    stages = {"ft": {"kind": "train"}}
+    path = sweep_file(tmp_path, tiny_model_dir, stages, {"seed": [1, 2]}, max_steps=2000)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "srnet.cli", "sweep", str(path), "--workers", "2"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 120
+    workers: list = []
+    while time.monotonic() < deadline and len(workers) < 2:  # both workers have started a stage
+        workers = [c for c in sweep.children() if "spawn_main" in " ".join(c.cmdline())]
+        started = (tmp_path / "out" / "events.jsonl")
+        if len(workers) == 2 and started.is_file() and len(events(tmp_path / "out")) == 2:
+            break
+        time.sleep(0.2)
+    assert len(workers) == 2, "the sweep should be running two workers"
+    proc.send_signal(signal.SIGKILL)  # the sweep only: its workers are not signalled
+    proc.wait()
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    for worker in alive:
+        worker.kill()
+    assert not alive, f"{len(alive)} worker(s) outlived the sweep by 10 s"
+
+
 def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path, tiny_model_dir):
     stages = {"ft": {"kind": "train"},
               "prune": {"kind": "train", "set": {"model.init_from": "@ft", "pruning.method": "omp"}}}

@@ -9,6 +9,8 @@ dependants are skipped and the failures are returned with their one-line errors.
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -121,8 +123,24 @@ def _pool(executor: str, workers: int):
         return
     import multiprocessing
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         yield lambda job: pool.submit(run_job, job)
+
+
+PARENT_POLL_S = 0.5
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker as soon as the sweep process that started it is gone,
+    however it died (SIGKILL included: the worker is then re-parented and its parent pid changes).
+    The stage it was running resumes from its last checkpoint on the next ``--resume``."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="srnet-parent-watch", daemon=True).start()
 
 
 def _event(output_dir: Path, event: str, job: Job, **extra) -> None:

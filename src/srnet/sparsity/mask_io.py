@@ -197,12 +197,12 @@ def save_masks(
         sparsity=pooled_sparsity(counts.values()),
         per_matrix={name: z / n for name, (z, n) in counts.items()},
     )
-    data = _canonical(save(tensors, metadata=_to_header(written)))
+    data = canonical_safetensors(save(tensors, metadata=_to_header(written)))
     atomic_write(path, lambda tmp: tmp.write_bytes(data))
     return written
 
 
-def _canonical(data: bytes) -> bytes:
+def canonical_safetensors(data: bytes) -> bytes:
     """The same safetensors file with its JSON header's keys sorted.
 
     safetensors writes metadata in hash-map order, which changes from run to run; sorting makes

@@ -17,13 +17,19 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save
 from torch import Tensor
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write
 from srnet.models import GRANULARITIES
-from srnet.sparsity.mask_io import MaskFileMetadata, MaskMetadata, load_masks, save_masks
+from srnet.sparsity.mask_io import (
+    MaskFileMetadata,
+    MaskMetadata,
+    canonical_safetensors,
+    load_masks,
+    save_masks,
+)
 from srnet.sparsity.threshold import rank
 
 SCORES_FILENAME = "mask_scores.safetensors"
@@ -35,7 +41,8 @@ def save_scores(path: str | Path, scores: Mapping[str, Tensor], metadata: MaskMe
     tensors = {name: s.detach().float().cpu().contiguous() for name, s in scores.items()}
     header = {"srnet_scores": SCORES_FORMAT, "metadata": metadata.model_dump_json(),
               "order": json.dumps(list(tensors))}
-    return atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=header))
+    data = canonical_safetensors(save(tensors, metadata=header))  # same scores, same bytes
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
 
 
 def load_scores(path: str | Path) -> tuple[dict[str, Tensor], MaskMetadata]:
