@@ -229,6 +229,19 @@ def test_mask_files_are_byte_identical(tmp_path):
     assert len({(tmp_path / f"m{i}.safetensors").read_bytes() for i in range(4)}) == 1
 
 
+def test_score_files_are_byte_identical(tmp_path):
+    from srnet.sparsity.tickets import load_scores, save_scores
+
+    scores = {f"layer.{i}.weight": torch.rand(4, 4) for i in range(3)}
+    meta = MaskMetadata(method="mask_train", base_model="m", base_model_fingerprint="f", recipe_hash="abc",
+                        target_sparsity=0.5)
+    for i in range(6):
+        save_scores(tmp_path / f"s{i}.safetensors", scores, meta)
+    assert len({(tmp_path / f"s{i}.safetensors").read_bytes() for i in range(6)}) == 1
+    loaded, _ = load_scores(tmp_path / "s0.safetensors")
+    assert list(loaded) == list(scores) and all(torch.equal(loaded[k], scores[k]) for k in scores)
+
+
 def test_relative_data_path_says_where_and_names_srnet_data_dir(tmp_path):
     with pytest.raises(SrnetError, match=rf"looked for in {tmp_path}.*SRNET_DATA_DIR"):
         load_examples("nli", DataSpec(path="mnli/train.jsonl"), base_dir=tmp_path)
