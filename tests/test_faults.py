@@ -287,3 +287,31 @@ def test_real_hans_subsample_has_500_per_cell(shared_data):
         pytest.skip(f"{path} not found")
     examples = load_examples("nli", DataSpec(path=str(path), challenge="hans", n=3000))
     assert set(Counter((ex.meta["heuristic"], ex.label) for ex in examples).values()) == {500}
+
+
+def test_run_paths_are_checked_before_anything_loads(tmp_path, tiny_model_dir, monkeypatch):
+    import srnet.experiments.run as run
+    from conftest import synthetic_split
+    from srnet import api
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded before the error")
+
+    monkeypatch.setattr(run, "load_classifier", refuse)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    recipe = {"task": "synthetic_nli", "model": {"name": str(tiny_model_dir)},
+              "data": {"train": synthetic_split("train", 16)}, "output_dir": str(blocker / "runs")}
+    with pytest.raises(SrnetError, match=r"output_dir: cannot create .*a_file/runs/run: .*a_file is a file"):
+        api.run(recipe)
+    recipe |= {"output_dir": str(tmp_path / "runs"), "pruning": {"method": "fixed", "mask_file": "/nope"}}
+    with pytest.raises(SrnetError, match=r"pruning\.mask_file: /nope not found"):
+        api.run(recipe)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_recipe_path_that_is_a_folder_says_so(tmp_path):
+    from srnet.config import load_recipe
+
+    with pytest.raises(SrnetError, match="is a folder, not a recipe file"):
+        load_recipe(tmp_path)

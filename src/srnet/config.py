@@ -311,6 +311,8 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> 
     if path is not None:
         path = Path(path)
         source = str(path)
+        if path.is_dir():
+            raise SrnetError(f"{path}: is a folder, not a recipe file (give the YAML file inside it)")
         if not path.is_file():
             raise SrnetError(f"{path}: recipe file not found")
         try:

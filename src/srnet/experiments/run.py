@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -225,6 +226,10 @@ def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool
     dense_metrics = RunDir(Path(recipe.dense_reference)).metrics if recipe.dense_reference else None
     if dense_metrics is not None and not dense_metrics.is_file():
         raise SrnetError(f"dense_reference: {dense_metrics} not found")
+    check_output_folder(run.root)
+    mask_file = recipe.pruning.mask_file
+    if mask_file and not Path(mask_file).exists():
+        raise SrnetError(f"pruning.mask_file: {mask_file} not found")
     run.check_free(resume=resume, overwrite=overwrite)
     if overwrite:
         return
@@ -232,6 +237,18 @@ def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool
         raise SrnetError(f"{run.root} is already complete (metrics.json exists); nothing to resume")
     if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
         raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
+
+
+def check_output_folder(folder: Path) -> None:
+    """The run folder can be created and written: no file on its path, and the nearest existing
+    folder above it writable (checked before any data or model loads)."""
+    for parent in [folder, *folder.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SrnetError(f"output_dir: cannot create {folder}: {parent} is a file")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise SrnetError(f"output_dir: cannot write in {parent} (permission denied)")
+            return
 
 
 def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length: int) -> None:
