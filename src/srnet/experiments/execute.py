@@ -22,6 +22,7 @@ from pathlib import Path
 from srnet.config import recipe_from_dict
 from srnet.console import quiet_libraries
 from srnet.errors import SrnetError
+from srnet.experiments import locks
 from srnet.experiments.stages import get_stage
 from srnet.experiments.sweep import COMPLETE, Job
 from srnet.io import atomic_write_json
@@ -66,7 +67,7 @@ def execute(
     index = {job.key: i + 1 for i, job in enumerate(jobs)}
     done = {job.key for job in jobs if job.complete}
     todo = [job for job in jobs if job.key not in done]
-    running: dict[Future, tuple[Job, float]] = {}
+    running: dict[Future, tuple[Job, float, str]] = {}
     def line(job: Job, verb: str, tail: str = "") -> str:
         return f"[{index[job.key]}/{len(jobs)}] {verb} {job.label}{tail}"
 
@@ -76,11 +77,23 @@ def execute(
                 if {*result.failed, *result.skipped} & set(job.deps):
                     result.skipped.append(job.key)
                     _event(output_dir, "skipped", job)
-                    progress(line(job, "skipped", " (a stage it needs failed)"))
+                    progress(line(job, "skipped", " (a stage it needs failed or runs in another sweep)"))
             todo = [job for job in todo if job.key not in result.skipped]
             for job in [j for j in todo if set(j.deps) <= done][: max(0, workers - len(running))]:
                 todo.remove(job)
-                running[submit(job)] = (job, time.perf_counter())
+                lock = locks.acquire(job.folder)
+                if lock.token is None:  # another sweep on this folder is running it
+                    result.skipped.append(job.key)
+                    _event(output_dir, "skipped", job, reason=f"locked by {lock.note}")
+                    progress(line(job, "skipped", f" (being run by {lock.note})"))
+                    continue
+                if job.complete:  # another sweep finished it since this one planned
+                    locks.release(job.folder, lock.token)
+                    done.add(job.key)
+                    continue
+                if lock.note:
+                    progress(line(job, "lock", f": {lock.note}"))
+                running[submit(job)] = (job, time.perf_counter(), lock.token)
                 _event(output_dir, "start", job)
                 progress(line(job, "start"))
             if not running:
@@ -89,7 +102,8 @@ def execute(
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
-                job, started = running.pop(future)
+                job, started, token = running.pop(future)
+                locks.release(job.folder, token)
                 error = future.exception()
                 if error is None:
                     done.add(job.key)

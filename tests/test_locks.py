@@ -1,0 +1,76 @@
+"""Stage locks: one holder at a time, stale locks taken over, two real sweeps on one folder."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from conftest import synthetic_split as synthetic
+from srnet import api
+from srnet.experiments import locks
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_held_lock_is_not_taken_and_release_frees_it(tmp_path):
+    first = locks.acquire(tmp_path / "stage")
+    assert first.token and first.note is None
+    second = locks.acquire(tmp_path / "stage")
+    assert second.token is None and f"pid {os.getpid()} on {socket.gethostname()}" in second.note
+    locks.release(tmp_path / "stage", "not-the-holder")  # only the holder releases
+    assert (tmp_path / "stage" / locks.LOCK).exists()
+    locks.release(tmp_path / "stage", first.token)
+    assert not (tmp_path / "stage" / locks.LOCK).exists()
+    assert locks.acquire(tmp_path / "stage").token
+
+
+def write_lock(folder: Path, **holder) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / locks.LOCK).write_text(json.dumps({"token": "old", **holder}))
+
+
+def test_stale_locks_are_taken_over_with_a_note(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    write_lock(tmp_path / "a", pid=int(dead.stdout), host=socket.gethostname(), started=time.time())
+    taken = locks.acquire(tmp_path / "a")
+    assert taken.token and taken.note.startswith(f"took over the stale lock of pid {int(dead.stdout)}")
+    write_lock(tmp_path / "b", pid=1, host="elsewhere", started=time.time() - locks.STALE_AFTER_S - 1)
+    assert locks.acquire(tmp_path / "b").token  # another host, too old
+    write_lock(tmp_path / "c", pid=1, host="elsewhere", started=time.time())
+    held = locks.acquire(tmp_path / "c")
+    assert held.token is None and "on elsewhere" in held.note  # another host, recent: assumed alive
+
+
+def test_two_sweeps_on_one_folder_run_each_stage_once(tmp_path, tiny_model_dir, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    out = tmp_path / "out"
+    data = {"name": "t", "output_dir": str(out),
+            "base": {"task": "synthetic_nli", "model": {"name": str(tiny_model_dir), "max_length": 48},
+                     "data": {"train": synthetic("train", 24), "dev": synthetic("dev", 16)},
+                     "training": {"max_steps": 150, "batch_size": 8, "lr": 1e-3}},
+            "stages": {"ft": {"kind": "train"}}, "grid": {"seed": [1, 2, 3]}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(data))
+    api.sweep(path, dry_run=True, progress=lambda _: None)
+    out.mkdir()
+    (out / "sweep.yaml").write_text(yaml.safe_dump(data, sort_keys=False))  # both sweeps --resume it
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    cmd = [sys.executable, "-m", "srnet.cli", "sweep", str(path), "--resume"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for _ in range(2)]
+    for proc in procs:
+        proc.communicate(timeout=300)
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    started = collections.Counter(e["key"] for e in events if e["event"] == "start")
+    done = collections.Counter(e["key"] for e in events if e["event"] == "done")
+    assert len(done) == 3 and set(done.values()) == {1} and set(started.values()) == {1}, events
+    assert not list(out.rglob(locks.LOCK))  # every lock released
