@@ -315,3 +315,38 @@ def test_a_recipe_path_that_is_a_folder_says_so(tmp_path):
 
     with pytest.raises(SrnetError, match="is a folder, not a recipe file"):
         load_recipe(tmp_path)
+
+
+VARYING = {"config.yaml": "output_dir", "log.jsonl": "s_per_step", "metrics.json": "time_s"}
+"""The files two same-seed runs may differ in, and the one key that differs (README: Reproducibility)."""
+
+
+def test_same_recipe_and_seed_write_the_same_bytes(tmp_path, tiny_model_dir):
+    from conftest import synthetic_split
+    from srnet import api
+
+    def without(name: str, text: str) -> list:
+        key = VARYING[name]
+        if name == "config.yaml":
+            return [line for line in text.splitlines() if not line.startswith(f"{key}:")]
+        rows = [json.loads(text)] if name == "metrics.json" else [json.loads(t) for t in text.splitlines()]
+        return [{k: v for k, v in row.items() if k != key} for row in rows]
+
+    for out in ("a", "b"):
+        api.run({"name": "r", "task": "synthetic_nli", "seed": 3, "output_dir": str(tmp_path / out),
+                 "model": {"name": str(tiny_model_dir), "max_length": 48},
+                 "data": {"train": synthetic_split("train", 48), "dev": synthetic_split("dev", 30),
+                          "challenge": [synthetic_split("challenge", 24)]},
+                 "training": {"max_steps": 6, "batch_size": 8, "eval_every": 3, "lr": 1e-3},
+                 "pruning": {"method": "mask_train", "sparsity": 0.5, "mask_lr": 0.1}})
+    a, b = tmp_path / "a" / "r", tmp_path / "b" / "r"
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    written = {str(f) for f in files}
+    assert {"mask_scores.safetensors", "masks.safetensors", "model/model.safetensors"} <= written
+    for name in files:
+        first, second = (a / name).read_bytes(), (b / name).read_bytes()
+        if str(name) in VARYING:
+            assert without(str(name), first.decode()) == without(str(name), second.decode()), name
+        else:
+            assert first == second, name
