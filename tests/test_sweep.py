@@ -220,3 +220,41 @@ def test_ray_executor_on_a_local_instance(tmp_path, tiny_model_dir):
         ray.shutdown()
     assert result.ok and result.ran == [result.jobs[0].key]
     assert (result.jobs[0].folder / "metrics.json").is_file()
+
+
+def test_a_killed_ray_worker_is_retried_from_its_checkpoint(tmp_path, tiny_model_dir):
+    ray = pytest.importorskip("ray")
+    psutil = pytest.importorskip("psutil")
+    ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": {
+        "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"}})
+    path = sweep_file(tmp_path, tiny_model_dir, {"ft": {"kind": "train"}}, {"training.max_steps": [4, 60]},
+                      checkpoint_every=5, eval_every=60)
+    jobs = api.sweep(path, dry_run=True, progress=lambda _: None).jobs
+    second = jobs[1].folder / "log.jsonl"
+
+    def kill_the_second_stage() -> None:  # once it has a checkpoint: kill the Ray worker running it
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            steps = [json.loads(x).get("step", 0) for x in second.read_text().splitlines()] \
+                if second.is_file() else []
+            if steps and max(steps) >= 12:
+                for proc in psutil.process_iter(["cmdline"]):
+                    if any("ray::run_job" in part for part in proc.info["cmdline"] or []):
+                        proc.kill()
+                        return
+            time.sleep(0.2)
+
+    import threading
+
+    killer = threading.Thread(target=kill_the_second_stage)
+    killer.start()
+    try:
+        result = api.sweep(path, executor="ray", progress=lambda _: None)
+    finally:
+        killer.join()
+        ray.shutdown()
+    assert result.ok and all(job.complete for job in jobs)
+    log = [json.loads(x) for x in second.read_text().splitlines()]
+    assert any(e["event"] == "resume" and e.get("step", 0) >= 10 for e in log), "retried from its checkpoint"
+    starts = collections.Counter(e["key"] for e in events(tmp_path / "out") if e["event"] == "start")
+    assert starts == {jobs[0].key: 1, jobs[1].key: 1}  # the retry is Ray's; no stage ran twice

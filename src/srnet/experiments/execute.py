@@ -132,7 +132,9 @@ def _pool(executor: str, workers: int):
             raise SrnetError("--executor ray needs Ray: pip install 'srnet[ray]'") from None
         if not ray.is_initialized():
             ray.init(include_dashboard=False)  # joins $RAY_ADDRESS when set, else starts a local one
-        task = ray.remote(run_job)
+        # a worker that dies mid-stage (killed, node lost) is retried once: a training stage
+        # continues from its last checkpoint in the shared run folder
+        task = ray.remote(max_retries=RAY_RETRIES)(run_job)
         yield lambda job: task.remote(job).future()
         return
     import multiprocessing
@@ -142,6 +144,7 @@ def _pool(executor: str, workers: int):
         yield lambda job: pool.submit(run_job, job)
 
 
+RAY_RETRIES = 1
 PARENT_POLL_S = 0.5
 
 
