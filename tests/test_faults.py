@@ -125,7 +125,7 @@ def test_output_dir_under_a_regular_file(capsys, finished, tiny_model_dir, tmp_p
                            str(data / "train.jsonl"), "--output-dir", str(blocker / "runs"), "--set",
                            "training.max_steps=1")
     line = one_error_line(err)
-    assert code == 2 and line.startswith(f"error: cannot write {blocker}") and "Not a directory" in line
+    assert code == 2 and line == f"error: output_dir: cannot create {blocker}/runs/run: {blocker} is a file"
 
 
 def test_full_disk_gives_one_line_and_no_debris_so_a_rerun_works(capsys, finished, tiny_model_dir, tmp_path,
