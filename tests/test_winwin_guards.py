@@ -81,6 +81,12 @@ def test_mixed_precision_auto_follows_the_hardware(monkeypatch):
         precision.resolve_mixed_precision("bf16")
 
 
+def test_fp16_needs_a_gpu(monkeypatch):
+    monkeypatch.setattr(precision.torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SrnetError, match=r"training\.mixed_precision: fp16 needs a CUDA GPU"):
+        precision.resolve_mixed_precision("fp16")
+
+
 def test_cpu_bf16_flags_are_read_from_cpuinfo(tmp_path):
     with_flag, without = tmp_path / "a", tmp_path / "b"
     with_flag.write_text("processor : 0\nflags : fpu sse avx512f avx512_bf16 amx_tile\n")
