@@ -24,6 +24,28 @@ def synthetic_split(split: str, n: int) -> dict:
     return spec | ({"challenge": "hans"} if split == "challenge" else {})
 
 
+def merge(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra`` merged in, section by section (nested dicts merged, not replaced)."""
+    out = dict(base)
+    for key, value in extra.items():
+        nested = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merge(out[key], value) if nested else value
+    return out
+
+
+def tiny_recipe(root, model, name: str, **extra) -> dict:
+    """A 6-step synthetic-NLI recipe on ``model`` into ``root/name`` (dev and challenge splits,
+    evaluation every 3 steps); ``extra`` sections are merged in."""
+    base = {
+        "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(root),
+        "model": {"name": str(model), "max_length": 48},
+        "data": {"train": synthetic_split("train", 48), "dev": synthetic_split("dev", 30),
+                 "challenge": [synthetic_split("challenge", 24)]},
+        "training": {"max_steps": 6, "batch_size": 8, "eval_every": 3, "lr": 1e-3},
+    }
+    return merge(base, extra)
+
+
 def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3, **config) -> Path:
     """Save a tiny random ``model_type`` classifier with the bundled tokenizer to ``path``
     (``config``: further config fields)."""

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import merge, tiny_recipe
 from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.bias import write_bias_predictions
@@ -15,23 +16,8 @@ from srnet.errors import SrnetError
 from srnet.tasks import generate_synthetic
 
 
-def merge(base: dict, extra: dict) -> dict:
-    out = dict(base)
-    for key, value in extra.items():
-        nested = isinstance(value, dict) and isinstance(out.get(key), dict)
-        out[key] = merge(out[key], value) if nested else value
-    return out
-
-
 def recipe(root, model, name, **extra) -> dict:
-    base = {
-        "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(root),
-        "model": {"name": str(model), "max_length": 48},
-        "data": {"train": synthetic("train", 48), "dev": synthetic("dev", 30),
-                 "challenge": [synthetic("challenge", 24)]},
-        "training": {"max_steps": 6, "batch_size": 8, "eval_every": 3, "lr": 1e-3},
-    }
-    return merge(base, extra)
+    return tiny_recipe(root, model, name, **extra)
 
 
 def test_f_bias_against_dense_reference(tmp_path, tiny_model_dir):

@@ -9,6 +9,7 @@ import logging
 import numpy as np
 import pytest
 
+from conftest import merge, tiny_recipe
 from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.config import load_recipe
@@ -19,16 +20,8 @@ from srnet.training import precision
 
 
 def recipe(root, model, name, **extra) -> dict:
-    base = {
-        "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(root),
-        "model": {"name": str(model), "max_length": 48},
-        "data": {"train": synthetic("train", 48), "dev": synthetic("dev", 30),
-                 "challenge": [synthetic("challenge", 24)]},
-        "training": {"max_steps": 6, "batch_size": 8, "eval_every": 3, "lr": 1e-3, "mixed_precision": "no"},
-    }
-    for key, value in extra.items():
-        base[key] = {**base[key], **value} if isinstance(value, dict) and key in base else value
-    return base
+    """The shared tiny recipe in fp32 (a test asks for another precision explicitly)."""
+    return tiny_recipe(root, model, name, **merge({"training": {"mixed_precision": "no"}}, extra))
 
 
 @pytest.fixture
