@@ -63,3 +63,18 @@ def test_bad_recipes_give_one_line_errors(tmp_path, text, overrides, message):
 def test_missing_recipe_file(tmp_path):
     with pytest.raises(SrnetError, match="recipe file not found"):
         load_recipe(tmp_path / "nope.yaml")
+
+
+def test_keys_added_later_keep_older_fingerprints():
+    from srnet.config import recipe_from_dict
+
+    plain = recipe_from_dict({"data": {"train": {"path": "t.jsonl"}, "challenge": [{"path": "c.jsonl"}]}})
+    assert "ids_file" not in plain.semantic_dict()["data"]["train"]
+    assert "easy_hard" not in plain.semantic_dict()["evaluation"]  # an early check, not a result
+    strict = recipe_from_dict({"data": {"train": {"path": "t.jsonl"}, "challenge": [{"path": "c.jsonl"}]},
+                               "evaluation": {"easy_hard": True}})
+    assert strict.fingerprint() == plain.fingerprint()
+    subset = recipe_from_dict({"data": {"train": {"path": "t.jsonl"},
+                                        "challenge": [{"path": "c.jsonl", "ids_file": "hard.jsonl"}]}})
+    assert subset.semantic_dict()["data"]["challenge"][0]["ids_file"] == "hard.jsonl"
+    assert subset.fingerprint() != plain.fingerprint()

@@ -204,6 +204,12 @@ class Recipe(_Strict):
     def semantic_dict(self) -> dict[str, Any]:
         """The resolved recipe without the keys that cannot change a result (:data:`NON_SEMANTIC`)."""
         data = self.model_dump(mode="json")
+        splits = data["data"]
+        for spec in [splits.get("train"), splits.get("dev"), splits.get("ood_train"),
+                     *splits.get("eval", []), *splits.get("challenge", [])]:
+            for key, default in SPLIT_KEYS_ADDED_LATER.items():
+                if spec and spec.get(key) == default:
+                    del spec[key]  # a split that does not use it keeps its fingerprint
         for dotted in NON_SEMANTIC:
             *parents, leaf = dotted.split(".")
             node = data
@@ -227,8 +233,14 @@ NON_SEMANTIC: tuple[str, ...] = (
     "training.tensorboard",
     "training.eval_batch_size",
     "training.checkpoint_every",
+    "evaluation.easy_hard",
 )
-"""Recipe keys that name, place or log a run but do not change what it computes."""
+"""Recipe keys that name, place or log a run, or only check its inputs early, but do not change
+what it computes."""
+
+SPLIT_KEYS_ADDED_LATER: dict[str, Any] = {"ids_file": None}
+"""DataSpec keys added after studies were recorded: left out of the fingerprint at their default,
+so finished sweep stages keep their keys (and resume) across the upgrade."""
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "--set") -> dict[str, Any]:
