@@ -198,3 +198,17 @@ def test_hans_prediction_file():
     )
     with pytest.raises(SrnetError, match="3 examples but 2 predictions"):
         hans_prediction_file(examples, [0, 1], HANS)
+
+
+def test_group_tables_have_one_row_order_whatever_the_example_order():
+    from srnet.evaluation.challenge import group_accuracy
+    from srnet.tasks.base import Example
+
+    examples = [Example(id=str(i), text_a="a", text_b="b", label=i % 2,
+                        meta={"heuristic": h}) for i, h in enumerate(["subsequence", "lexical_overlap",
+                                                                       "constituent", "lexical_overlap"])]
+    pred = [0, 1, 0, 0]
+    forward = group_accuracy(pred, [e.label for e in examples], examples)
+    backward = group_accuracy(pred[::-1], [e.label for e in examples[::-1]], examples[::-1])
+    assert list(forward) == list(backward) == ["constituent", "lexical_overlap", "subsequence"]
+    assert forward == backward

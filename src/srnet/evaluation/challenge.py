@@ -26,8 +26,9 @@ def group_accuracy(
     """Accuracy nested by the values of ``meta[key]`` for each key, then by gold label.
 
     E.g. ``{"lexical_overlap": {"entailment": 0.98, "non-entailment": 0.1}, ...}``.  Gold labels
-    are keyed by ``names`` (their index when not given); groups keep their first-seen order and
-    labels their index order.  Examples without one of the keys are left out.
+    are keyed by ``names`` (their index when not given); groups are sorted by name (the same order
+    whatever the examples' order) and labels keep their index order.  Examples without one of the
+    keys are left out.
     """
     if not len(pred) == len(gold) == len(examples):
         raise SrnetError(
@@ -40,7 +41,7 @@ def group_accuracy(
             tally[0] += int(p == g)
             tally[1] += 1
     out: Nested = {}
-    for group, by_label in tallies.items():
+    for group, by_label in sorted(tallies.items()):
         node = out
         for part in group:
             node = node.setdefault(part, {})  # type: ignore[assignment]
