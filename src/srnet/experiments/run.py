@@ -302,9 +302,6 @@ def _selection_block(recipe: Recipe, selected_on, step: int | None, total: int) 
             **({} if rule == cfg.select else {"note": "select: best, but no dev split: the last step"})}
 
 
-MOVEMENT_START = {"hard": "its OMP start", "soft": "its magnitude start", "random": "its random start"}
-
-
 def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, masks, metrics: dict) -> None:
     """``metrics["mask_movement"]`` for a method that learns its mask, and a log entry; one
     warning line when the mask did not move from its start."""
@@ -312,12 +309,10 @@ def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, mas
     if start is None:
         return
     movement = metrics["mask_movement"] = mask_movement(start, masks)
-    cfg = recipe.pruning
     entry = {"event": "mask_movement", "flipped": movement["flipped"], "jaccard": movement["jaccard"]}
     if not movement["moved"]:
-        start = MOVEMENT_START.get(cfg.init, "its start") if cfg.method == "mask_train" else "its start"
-        warning = (f"{recipe.name}: the mask did not move from {start} ({movement['flipped']:.4%} of "
-                   f"entries flipped); raise pruning.mask_lr or the budget")
+        warning = (f"{recipe.name}: the mask did not move from {method.start_name} "
+                   f"({movement['flipped']:.4%} of entries flipped); raise pruning.mask_lr or the budget")
         entry["warning"] = warning
         logging.getLogger("srnet.run").warning(warning)
     with run.log.open("a", encoding="utf-8") as fh:

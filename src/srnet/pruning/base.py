@@ -283,6 +283,11 @@ class LearnedMaskMethod(PruningMethod):
         return self._start
 
     @property
+    def start_name(self) -> str:
+        """What :meth:`start_masks` is, in words ("its OMP start")."""
+        return "its initial ranking"
+
+    @property
     def trains_weights(self) -> bool:
         """Whether all weights are trained along with the mask."""
         return False

@@ -18,6 +18,9 @@ from srnet.sparsity import FixedMask, ScoreMask, original_weight, rank
 
 log = logging.getLogger("srnet.pruning")
 
+START_NAMES = {"hard": "its OMP start", "soft": "its magnitude start", "random": "its random start"}
+"""The mask a ``mask_train`` run starts from, by ``init``, in words."""
+
 
 @register_method("mask_train")
 class MaskTraining(LearnedMaskMethod):
@@ -40,6 +43,10 @@ class MaskTraining(LearnedMaskMethod):
     def setup(self, model: nn.Module) -> None:
         super().setup(model)
         self._check_reach()
+
+    @property
+    def start_name(self) -> str:
+        return START_NAMES[self.cfg.init]
 
     def _check_reach(self) -> None:
         """Hard init keeps scores alpha*phi apart from the pruned ones (0).  AdamW moves a score by
