@@ -213,3 +213,17 @@ def test_a_subset_file_selects_a_challenge_split(tmp_path, tiny_model_dir):
     hard.write_text(json.dumps({"sentence1": "no id"}) + "\n")
     with pytest.raises(SrnetError, match=r"hard.jsonl:1: no 'pairID' or 'id' field"):
         api.run(recipe(tmp_path, tiny_model_dir, "u", data={"challenge": [split]}))
+
+
+def test_results_recorded_before_the_flag_are_marked_from_their_confusion(tmp_path, tiny_model_dir):
+    from srnet.experiments.aggregate import collapsed_runs, group_runs, load_run, sections
+
+    run = api.run(recipe(tmp_path, tiny_model_dir, "legacy")).run_dir
+    metrics = json.loads((run / "metrics.json").read_text())
+    block = metrics["ood"]["synthetic_challenge"]
+    for scores in [block, *block["by_rule"].values()]:
+        scores.pop("collapsed"), scores.pop("majority")
+        scores["confusion"] = [[0, 12], [0, 12]]  # every pair called non-entailment
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    [group] = group_runs(sections([load_run(run)])[0])
+    assert collapsed_runs(group, "synthetic_challenge") == " †1/1"

@@ -185,10 +185,17 @@ def collapse_flag(pred: np.ndarray, gold: np.ndarray, names: Sequence[str]) -> d
     :data:`COLLAPSE_FRACTION` while the gold labels are not that skewed (a split whose gold labels
     are >= 95% one class cannot show a collapse).  A collapsed model's shortcut gap near -1 (every
     HANS pair called non-entailment) is no gap reduction."""
-    counts = np.bincount(pred, minlength=len(names))
-    top = int(counts.argmax())
-    share = float(counts[top] / len(pred))
-    gold_share = float(np.bincount(gold, minlength=len(names)).max() / len(gold))
+    return collapse_from_counts(np.bincount(pred, minlength=len(names)),
+                                np.bincount(gold, minlength=len(names)), names)
+
+
+def collapse_from_counts(predicted: np.ndarray, gold: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
+    """:func:`collapse_flag` from per-class counts of predictions and gold labels (e.g. a confusion
+    matrix's column and row sums, for results recorded before the flag existed)."""
+    predicted, gold = np.asarray(predicted), np.asarray(gold)
+    top = int(predicted.argmax())
+    share = float(predicted[top] / predicted.sum())
+    gold_share = float(gold.max() / gold.sum())
     return {"majority": {"label": names[top], "fraction": share},
             "collapsed": share >= COLLAPSE_FRACTION and gold_share < COLLAPSE_FRACTION}
 

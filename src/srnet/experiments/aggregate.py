@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 from pydantic import ValidationError
 
 from srnet.errors import SrnetError
 from srnet.evaluation.challenge import f_bias
-from srnet.evaluation.metrics import COLLAPSE_RULES, rules_differ
+from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, rules_differ
 from srnet.experiments.rundir import RunDir
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec, LabelScheme
@@ -232,8 +233,13 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
             gap = block.get("shortcut_gap")
             values[f"gap {split}"] = gap
             values[f"abs gap {split}"] = None if gap is None else abs(gap)
-        if "collapsed" in block:
-            values[f"{COLLAPSED} {split}"] = float(block["collapsed"])
+        collapsed = block.get("collapsed")
+        if collapsed is None and block.get("confusion") and scheme is not None:
+            confusion = np.asarray(block["confusion"])  # a result recorded before the flag existed
+            flag = collapse_from_counts(confusion.sum(0), confusion.sum(1), scheme.space.names)
+            collapsed = flag["collapsed"]
+        if collapsed is not None:
+            values[f"{COLLAPSED} {split}"] = float(collapsed)
     movement = run.metrics.get("mask_movement")
     if movement:
         values[MASK_FLIPPED] = movement.get("flipped")
