@@ -160,7 +160,7 @@ def test_missing_model_paths_fail_at_once_without_a_run_folder(capsys, finished,
     code, _, err = run_cli(capsys, "finetune", "--task", "nli", "--train", str(data / "train.jsonl"),
                            "--set", "model.name=/path/that/does/not/exist")
     assert code == 2 and "not found" in one_error_line(err)
-    monkeypatch.setattr("srnet.models._hub_reachable", lambda: False)  # offline or no network
+    monkeypatch.setattr("srnet.models.loading._hub_reachable", lambda: False)  # offline or no network
     code, _, err = run_cli(capsys, "evaluate", "someorg/no-such-model", "--task", "nli", "--dev",
                            str(data / "dev.jsonl"))
     assert code == 2 and "hub cannot be reached (offline)" in one_error_line(err)

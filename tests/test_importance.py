@@ -125,7 +125,7 @@ def test_a_loss_that_ignores_the_gates_is_refused():
 
 def test_pretraining_objectives_score_with_seeded_masking_and_leave_the_rng_alone():
     from srnet.models import default_model_path
-    from srnet.training.pretraining import HiddenStateDistillation, MaskedLanguageModel
+    from srnet.training.objectives.pretraining import HiddenStateDistillation, MaskedLanguageModel
 
     tokenizer = AutoTokenizer.from_pretrained(default_model_path())
     torch.manual_seed(0)

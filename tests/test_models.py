@@ -25,7 +25,7 @@ def test_default_backbone_is_the_bundled_minilm():
     ("no-such-org/no-such-model", "the hub cannot be reached (offline)"), ("/no/such/dir", "not found"),
 ])
 def test_unreachable_model_is_one_clear_error(name, reason, monkeypatch):
-    monkeypatch.setattr("srnet.models._hub_reachable", lambda: False)
+    monkeypatch.setattr("srnet.models.loading._hub_reachable", lambda: False)
     with pytest.raises(SrnetError) as info:
         load_classifier(name, ["a", "b", "c"])
     assert str(info.value).startswith(f"model '{name}'") and reason in str(info.value)

@@ -116,7 +116,7 @@ def test_cli_exports_onnx_for_a_plain_masked_model(tiny_dirs, tmp_path, capsys):
 
 @needs_onnx
 def test_an_onnx_graph_that_disagrees_with_pytorch_is_refused(tiny_dirs, tmp_path, capsys, monkeypatch):
-    from srnet import onnx_export
+    from srnet.export import onnx as onnx_export
 
     model = load(tiny_dirs["bert"])
     mask_file(model, tmp_path / "m.safetensors")

@@ -14,7 +14,7 @@ from srnet.models import default_model_path, find_prunable, load_masked_lm
 from srnet.pruning import PruningConfig, build_method
 from srnet.sparsity import original_weight
 from srnet.training.objectives import build_objective, train_step
-from srnet.training.pretraining import (
+from srnet.training.objectives.pretraining import (
     IGNORE,
     Masking,
     MLMParams,

@@ -14,10 +14,9 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from conftest import save_tiny_model
 from srnet import api, load_model
 from srnet.errors import SrnetError
-from srnet.export import EXPORT_INFO_FILENAME
+from srnet.export import EXPORT_INFO_FILENAME, shrink_model
 from srnet.models import find_groups
 from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
-from srnet.shrink import shrink_model
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
 
 FAMILIES = ["bert", "roberta", "distilbert"]

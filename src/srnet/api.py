@@ -36,7 +36,7 @@ def run(
 
 def _model_checked(recipe: Recipe) -> Recipe:
     """``recipe`` once its model is known to be loadable (a missing path fails before any write)."""
-    from srnet.models import check_model_source
+    from srnet.models.loading import check_model_source
 
     if recipe.model.init_from is None:
         check_model_source(recipe.model.name)
@@ -58,7 +58,7 @@ def demo(
     from srnet.experiments.demo import demo_sweep, finished_demo, summarize_demo
     from srnet.experiments.execute import execute
     from srnet.experiments.sweep import RECORD, plan_sweep, record_sweep
-    from srnet.models import check_model_source
+    from srnet.models.loading import check_model_source
 
     data = demo_sweep(data_dir, output_dir, overrides, seeds)
     jobs = plan_sweep(data, "demo")
@@ -286,11 +286,11 @@ def export_masked(
     writes ``model.onnx`` (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``).
     """
     from srnet.export import export_model
-    from srnet.models import load_classifier, load_tokenizer
+    from srnet.models.loading import load_classifier, load_tokenizer
     from srnet.sparsity.mask_io import load_masks
 
     if onnx:
-        from srnet.onnx_export import require_onnx
+        from srnet.export.onnx import require_onnx
 
         require_onnx()  # before any model is loaded
     run_model = RunDir(Path(model)).model
@@ -304,6 +304,6 @@ def export_masked(
 
 def load_model(path: str | Path) -> torch.nn.Module:
     """Load an ``srnet export`` folder (shrunk or not) strictly, in eval mode."""
-    from srnet.shrink import load_model as load
+    from srnet.export.checkpoint import load_model as load
 
     return load(path)

@@ -44,9 +44,8 @@ class Candidate:
 def load_candidate(name: str) -> Candidate:
     """A run directory (its ``model/``), an srnet export (shrunk or not) or any classifier."""
     from srnet.experiments.rundir import RunDir
-    from srnet.export import EXPORT_INFO_FILENAME
-    from srnet.models import load_classifier
-    from srnet.shrink import load_model
+    from srnet.export import EXPORT_INFO_FILENAME, load_model
+    from srnet.models.loading import load_classifier
 
     run_model = RunDir(Path(name)).model
     source = run_model if run_model.is_dir() else Path(name)
@@ -85,8 +84,7 @@ def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate
     into dense weights (which dense kernels run at full cost) and, the same weights, multiplied as
     torch sparse-CSR matrices (PyTorch's sparse kernels; no ONNX export)."""
     from srnet.api import prune_
-    from srnet.export import bake_masks
-    from srnet.shrink import shrink_model
+    from srnet.export import bake_masks, shrink_model
 
     out = []
     for sparsity in sparsities:
@@ -122,9 +120,9 @@ def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) 
 
 def onnx_sessions(candidates: Sequence[Candidate]) -> list[Any]:
     """An ONNX Runtime session per candidate (torch's thread count), each export checked against
-    the PyTorch model's logits (:func:`srnet.onnx_export.check_onnx`); None for a candidate that
+    the PyTorch model's logits (:func:`srnet.export.onnx.check_onnx`); None for a candidate that
     cannot be exported (``Candidate.onnx`` false)."""
-    from srnet.onnx_export import check_onnx, onnx_bytes, ort_session
+    from srnet.export.onnx import check_onnx, onnx_bytes, ort_session
 
     sessions = []
     for c in candidates:
@@ -168,7 +166,7 @@ def run_bench(
             for i, c in enumerate(candidates):
                 runs.append((c, "torch", partial(c.model, **inputs)))
                 if sessions is not None and sessions[i] is not None:
-                    from srnet.onnx_export import ort_feeds
+                    from srnet.export.onnx import ort_feeds
 
                     feeds = ort_feeds(sessions[i], inputs)
                     runs.append((c, "onnxruntime", partial(sessions[i].run, ["logits"], feeds)))
@@ -179,7 +177,7 @@ def run_bench(
                              "seq_per_s": batch / s, "speedup": seconds[0] / s})
     result = {"environment": bench_environment(), "rounds": rounds, "warmup": warmup, "rows": rows}
     if sessions is not None:
-        from srnet.onnx_export import ATOL, OPSET
+        from srnet.export.onnx import ATOL, OPSET
 
         result["onnxruntime"] = {
             "providers": ["CPUExecutionProvider"], "intra_op_threads": torch.get_num_threads(),

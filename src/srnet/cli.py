@@ -224,7 +224,7 @@ def _flag_recipe(args) -> dict:
 
 def cmd_info(args) -> int:
     from srnet.experiments.rundir import environment
-    from srnet.models import default_model_path
+    from srnet.models.loading import default_model_path
 
     env = environment()
     env.pop("argv", None)
@@ -370,7 +370,7 @@ def cmd_bench(args) -> int:
     from srnet.report import format_table
 
     if args.onnx:
-        from srnet.onnx_export import require_onnx
+        from srnet.export.onnx import require_onnx
 
         require_onnx()  # before any model is loaded
     if args.threads:

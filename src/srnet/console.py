@@ -4,7 +4,7 @@
 warnings, load reports and download bars are silenced, and srnet's own log records (e.g.
 ``new classifier head (3 labels) on top of ...``) print as plain lines on stderr.  Used as a
 library, srnet leaves logging to the application but still loads models quietly
-(:func:`srnet.models.quiet_transformers`).
+(:func:`srnet.models.loading.quiet_transformers`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ looked up.  A word without a vector gets the zero vector.
 
 * :class:`EmbeddingWordVectors` (the default): a word's vector is the mean of the input
   embeddings of its word pieces under the backbone's own tokenizer (any model name
-  ``srnet.models.load_tokenizer`` accepts, ``default`` included).
+  ``srnet.models.loading.load_tokenizer`` accepts, ``default`` included).
 * :class:`FileWordVectors`: the fastText/GloVe text format, one ``word v1 v2 ...`` per line
   with an optional fastText header line ``count dim``.  The file is scanned on demand for the
   words asked for, so a multi-gigabyte file never has to fit in memory.
@@ -59,7 +59,7 @@ class EmbeddingWordVectors(WordVectors):
         super().__init__()
         from transformers import AutoModel
 
-        from srnet.models import load_tokenizer, resolve_model_name
+        from srnet.models.loading import load_tokenizer, resolve_model_name
 
         self.model_name = model_name
         self._tokenizer = load_tokenizer(model_name)  # SrnetError when the model is unreachable

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from srnet.errors import SrnetError
-from srnet.models import PrunableWeight, classify_weight
+from srnet.models.structure import PrunableWeight, classify_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
 
 

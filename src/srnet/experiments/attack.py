@@ -26,7 +26,7 @@ from srnet.experiments.data import data_base_dir
 from srnet.experiments.predict import find_split
 from srnet.experiments.rundir import RunDir
 from srnet.io import atomic_write_json, atomic_write_jsonl
-from srnet.models import default_device, load_classifier, load_tokenizer
+from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.tasks import get_task, label_space, load_examples, split_name
 from srnet.tasks.base import Example
 

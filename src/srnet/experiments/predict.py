@@ -10,7 +10,7 @@ from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits, write_predictions
 from srnet.experiments.data import data_base_dir
 from srnet.experiments.rundir import RunDir
-from srnet.models import default_device, load_classifier, load_tokenizer
+from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.tasks import get_task, label_space, load_examples, split_name
 from srnet.tasks.spec import DataSpec
 

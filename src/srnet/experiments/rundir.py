@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from srnet.errors import SrnetError
+from srnet.training.checkpoint import TrainerFiles
 
 PACKAGES = ("srnet", "torch", "transformers", "accelerate", "datasets", "tokenizers",
             "safetensors", "scikit-learn", "numpy", "pydantic")
@@ -73,6 +74,11 @@ class RunDir:
     @property
     def tensorboard(self) -> Path:
         return self.root / "tensorboard"
+
+    def trainer_files(self) -> TrainerFiles:
+        """Where this run's trainer writes its checkpoints, log and intermediate exports."""
+        return TrainerFiles(last=self.last_checkpoint, best=self.best_checkpoint, log=self.log,
+                            intermediate=self.intermediate, tensorboard=self.tensorboard)
 
     @property
     def complete(self) -> bool:

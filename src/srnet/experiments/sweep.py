@@ -23,12 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srnet.config import Recipe, apply_overrides, parse_override, recipe_from_dict, set_dotted
 from srnet.errors import SrnetError
+from srnet.experiments.refs import resolve_refs, stage_refs
 from srnet.experiments.stages import get_stage
 from srnet.io import atomic_write_text
 
 COMPLETE = "stage.json"
 RECORD = "sweep.yaml"
-_REF = re.compile(r"^@([A-Za-z_][A-Za-z0-9_]*)(/.*)?$")
 
 
 class StageSpec(BaseModel):
@@ -154,8 +154,8 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
             outputs = {d: _output(jobs[keys[d]]) for d in deps}
             jobs[key] = Job(
                 name=name, kind=spec.kind, key=key, folder=out / name / key,
-                recipe=_resolve(recipe.model_dump(mode="json"), outputs),
-                params=_resolve(params, outputs), deps=[keys[d] for d in deps],
+                recipe=resolve_refs(recipe.model_dump(mode="json"), outputs),
+                params=resolve_refs(params, outputs), deps=[keys[d] for d in deps],
                 grid=own_grid,
             )
     return list(jobs.values())
@@ -217,26 +217,6 @@ def _stage_order(sweep: SweepFile, source: str) -> list[str]:
     return order
 
 
-def stage_refs(value: Any) -> set[str]:
-    """Stage names referenced as '@name' (or '@name/sub/path') anywhere in ``value``."""
-    if isinstance(value, dict):
-        return set().union(*map(stage_refs, value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*map(stage_refs, value)) if value else set()
-    match = _REF.match(value) if isinstance(value, str) else None
-    return {match.group(1)} if match else set()
-
-
-def _resolve(value: Any, outputs: dict[str, Path]) -> Any:
-    """``value`` with every '@name[/sub]' replaced by that stage's output path."""
-    if isinstance(value, dict):
-        return {k: _resolve(v, outputs) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve(v, outputs) for v in value]
-    match = _REF.match(value) if isinstance(value, str) else None
-    if not match:
-        return value
-    return str(outputs[match.group(1)]) + (match.group(2) or "")
 
 
 def _output(job: Job) -> Path:

@@ -1,4 +1,4 @@
-"""Task-agnostic mask training (TAMT): a run of the ``text`` task.
+"""Task-agnostic mask training (TAMT): the ``text`` run kind.
 
 The backbone is loaded with an MLM head (a fresh one when the checkpoint has none), the corpus
 is packed into blocks of ``model.max_length`` tokens, and the recipe's pruning method searches
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,21 +22,21 @@ from accelerate.utils import set_seed
 
 from srnet.config import Recipe
 from srnet.errors import SrnetError
-from srnet.evaluation.mask_analysis import sparsity_table
 from srnet.experiments.data import data_base_dir
+from srnet.experiments.finish import Outcome, finish_run, mask_metadata, sparsity_block
+from srnet.experiments.run_kinds import RunKind, register_run_kind
 from srnet.experiments.rundir import RunDir
-from srnet.export import export_model
-from srnet.io import atomic_write_json
+from srnet.export import bake_masks
 from srnet.models import default_device, load_masked_lm, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
-from srnet.sparsity.mask_io import save_masks
+from srnet.tasks import Task
 from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
 from srnet.training.loop import Trainer
 from srnet.training.objectives import build_objective
+from srnet.training.objectives.pretraining import Pretraining, dev_losses
 from srnet.training.packing import TextBlocks, hold_out, pack_blocks
-from srnet.training.pretraining import Pretraining, dev_losses
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ DEV_MASK_SEED = 0
 
 
 @dataclass
-class TextRun:
+class PreparedText:
     """A text recipe resolved and checked before its run folder is touched."""
 
     source: str
@@ -59,7 +58,20 @@ class TextRun:
     dev: torch.Tensor
 
 
-def prepare_text(recipe: Recipe) -> TextRun:
+@register_run_kind("text")
+class TextMaskSearch(RunKind):
+    """Search (or decide once) a mask of the pre-trained backbone on raw text; score it by its
+    MLM and distillation losses on held-out blocks."""
+
+    def prepare(self, recipe: Recipe, task: Task) -> PreparedText:
+        return prepare_text(recipe)
+
+    def execute(self, recipe: Recipe, prepared: PreparedText, run: RunDir, *, resume: bool,
+                main: bool) -> dict:
+        return execute_text(recipe, prepared, run, resume=resume)
+
+
+def prepare_text(recipe: Recipe) -> PreparedText:
     """Read and pack the corpus, load the MLM model and build the objective and method."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise SrnetError("the text task runs in one process (no accelerate launch)")
@@ -108,13 +120,11 @@ def prepare_text(recipe: Recipe) -> TextRun:
         log.info("new MLM head on top of %s: %s", source,
                  "trained along with the mask" if trained else "not trained (MLM dev loss is not meaningful)")
     method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
-    return TextRun(source, tokenizer, model, method, objective, head, train, dev)
+    return PreparedText(source, tokenizer, model, method, objective, head, train, dev)
 
 
-def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -> dict:
-    """Search the mask (or decide it once), score it on the dev blocks and write the run."""
-    from srnet.experiments.run import _mask_metadata, record_mask_movement
-
+def execute_text(recipe: Recipe, ready: PreparedText, run: RunDir, *, resume: bool) -> dict:
+    """Search the mask (or decide it once), score it on the dev blocks and finish the run."""
     started = time.perf_counter()
     model, method, objective, tokenizer = ready.model, ready.method, ready.objective, ready.tokenizer
     params = objective.params
@@ -133,9 +143,9 @@ def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -
     best_step = None
     if ready.train is not None:
         trainer = Trainer(
-            model, tokenizer, TextBlocks(ready.train), recipe.training, None, run,
+            model, tokenizer, TextBlocks(ready.train), recipe.training, None, run.trainer_files(),
             seed=recipe.seed, method=method, objective=objective, dev_metric=dev_metric,
-            mask_metadata=lambda m: _mask_metadata(recipe, method, ready.source, model, m),
+            mask_metadata=lambda m: mask_metadata(recipe, method, ready.source, model, m),
         )
         best_step = trainer.train(resume=resume).best_step
         masks = trainer.load_best() or {}
@@ -153,17 +163,11 @@ def execute_text(recipe: Recipe, ready: TextRun, run: RunDir, *, resume: bool) -
                    "train": 0 if ready.train is None else len(ready.train)},
         "pretraining": score(model),
     }
-    record_mask_movement(recipe, run, method, masks, metrics)
-    metadata = _mask_metadata(recipe, method, ready.source, model, masks) if masks else None
     if masks:
-        table = sparsity_table(masks).as_dict()
-        metrics["sparsity"] = {**table, "target": recipe.pruning.sparsity, "measured_from": "masks"}
-        save_masks(run.masks, masks, metadata)
-    export_model(model, masks, tokenizer, run.model, metadata=metadata, overwrite=True)
-    metrics["time_s"] = round(time.perf_counter() - started, 1)
-    atomic_write_json(run.metrics, metrics)  # its presence means 'complete'
-    shutil.rmtree(run.checkpoints, ignore_errors=True)
-    return metrics
+        metrics["sparsity"] = sparsity_block(masks, recipe.pruning.sparsity, model)
+    baked = bake_masks(model, masks) if masks else model
+    return finish_run(Outcome(recipe, run, method, ready.source, model, baked, masks, tokenizer,
+                              metrics, started))
 
 
 def read_pretraining(mask_file: str | Path) -> dict | None:

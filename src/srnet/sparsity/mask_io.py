@@ -23,7 +23,7 @@ from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write
-from srnet.models import GRANULARITIES, MaskGroup, find_groups
+from srnet.models.structure import GRANULARITIES, MaskGroup, find_groups
 
 FORMAT_VERSION = "1"
 MASKS_FILENAME = "masks.safetensors"

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write
-from srnet.models import GRANULARITIES
+from srnet.models.structure import GRANULARITIES
 from srnet.sparsity.mask_io import (
     MaskFileMetadata,
     MaskMetadata,

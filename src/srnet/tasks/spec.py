@@ -206,6 +206,9 @@ class Task:
     primary_metric: str = "accuracy"
     challenge_sets: Mapping[str, LabelScheme] = field(default_factory=dict)
     description: str = ""
+    run_kind: str = "task"
+    """How its recipes run (a registered run kind: ``task`` trains a classifier, ``text`` searches a
+    mask on raw text)."""
 
     @property
     def pair(self) -> bool:

@@ -20,6 +20,7 @@ TASK = Task(
     columns={"text_a": ("text", "sentence", "premise")},
     primary_metric="mlm_dev_loss",
     description="raw text, no labels: task-agnostic mask training (TAMT) with mlm/distill objectives",
+    run_kind="text",
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,22 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from srnet.io import atomic_folder
+
+
+@dataclass(frozen=True)
+class TrainerFiles:
+    """Where a trainer writes: plain paths (the caller decides the layout, e.g. a run folder)."""
+
+    last: Path
+    """Resumable last checkpoint folder (model, optimizer, scheduler, RNG)."""
+    best: Path
+    """Selected checkpoint folder (model state and exact masks)."""
+    log: Path
+    """JSON Lines log, appended to."""
+    intermediate: Path
+    """Folder of the ``step_<N>`` exports of ``training.save_at_steps``."""
+    tensorboard: Path
+    """TensorBoard folder (``training.tensorboard``)."""
 
 
 def save_folder_atomically(target: Path, write) -> None:

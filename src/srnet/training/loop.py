@@ -29,20 +29,20 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from srnet.config import TrainingConfig
 from srnet.errors import SrnetError
-from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
 from srnet.losses import Loss
 from srnet.pruning.base import Calibration, PruningMethod
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
+    TrainerFiles,
     load_model_state,
     rng_state,
     save_folder_atomically,
     save_model_state,
     set_rng_state,
 )
+from srnet.training.config import TrainingConfig
 from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler
 from srnet.training.objectives import Objective, Standard, loss_backward, train_step
 from srnet.training.precision import make_accelerator, resolve_mixed_precision
@@ -105,9 +105,9 @@ def weight_param_groups(
 
 
 class Trainer:
-    """Trains ``model`` on ``train_set``; every file goes where ``run`` (a :class:`RunDir`) says:
-    its resumable last checkpoint, best checkpoint (model state + exact masks), log, intermediate
-    exports and TensorBoard folder.
+    """Trains ``model`` on ``train_set``; every file goes where ``files`` says: its resumable last
+    checkpoint, selected checkpoint (model state + exact masks), log, intermediate exports and
+    TensorBoard folder.  ``mask_metadata`` describes the masks it saves.
     """
 
     def __init__(
@@ -117,7 +117,7 @@ class Trainer:
         train_set: EncodedDataset,
         cfg: TrainingConfig,
         loss_fn: Loss,
-        run: RunDir,
+        files: TrainerFiles,
         *,
         seed: int,
         method: PruningMethod,
@@ -133,7 +133,7 @@ class Trainer:
         self.objective = objective if objective is not None else Standard()
         self.dev_metric = dev_metric
         self.mask_metadata = mask_metadata
-        self.run = run
+        self.files = files
         self.seed = seed
         self.precision = resolve_mixed_precision(cfg.mixed_precision)
         self.accelerator = make_accelerator(self.precision, cfg.grad_accum)
@@ -170,9 +170,9 @@ class Trainer:
             self.model, self.optimizer, self.loader
         )
         self.state = TrainState()
-        self.last_dir = run.last_checkpoint
-        self.best_dir = run.best_checkpoint
-        self.log_path = run.log
+        self.last_dir = files.last
+        self.best_dir = files.best
+        self.log_path = files.log
         self._tb = None
         if cfg.tensorboard and self.accelerator.is_main_process:
             try:
@@ -181,7 +181,7 @@ class Trainer:
                 raise SrnetError(
                     "training.tensorboard needs the tensorboard package: pip install 'srnet[tensorboard]'"
                 ) from None
-            self._tb = SummaryWriter(str(run.tensorboard))
+            self._tb = SummaryWriter(str(files.tensorboard))
 
     # ----------------------------------------------------------------- public API
     @property
@@ -335,7 +335,7 @@ class Trainer:
         """A plain Hugging Face checkpoint of the model at this step (masks baked in)."""
         self.method.freeze()
         masks = self.method.masks()
-        out = self.run.intermediate / f"step_{self.state.step}"
+        out = self.files.intermediate / f"step_{self.state.step}"
         if self.accelerator.is_main_process:
             export_model(self.unwrapped, masks, self.tokenizer, out, metadata=None, overwrite=True)
         self.accelerator.wait_for_everyone()

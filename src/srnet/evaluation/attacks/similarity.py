@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-from srnet.models import load_tokenizer, resolve_model_name
+from srnet.models.loading import load_tokenizer, resolve_model_name
 
 
 class SentenceEncoder:

@@ -28,7 +28,7 @@ from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
 from srnet.training.data import model_inputs
-from srnet.training.objectives import Objective, register_objective, with_penalty
+from srnet.training.objectives.base import Objective, register_objective, with_penalty
 
 IGNORE = -100
 """Label of tokens the MLM loss skips (as in ``transformers``)."""

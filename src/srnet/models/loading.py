@@ -1,9 +1,8 @@
-"""Backbones: load the bundled default or any Hugging Face id/path, and find prunable weights.
+"""Backbones: load the bundled default or any Hugging Face id/path, quietly and offline-aware.
 
-The prunable weights of an encoder are its per-layer attention query/key/value/output and
-feed-forward in/out projections, the classification head and (optionally) the word
-embeddings.  They are located by module-name patterns per architecture family, so masks
-attach to unmodified ``transformers`` models.
+A model name is ``default`` (the bundled all-MiniLM-L6-v2), a hub id or a local folder;
+:func:`check_model_source` fails at once, in one line, for one that cannot load.  A classifier's
+head is matched to the task's labels by name (:func:`load_classifier`).
 """
 
 from __future__ import annotations
@@ -14,151 +13,21 @@ import os
 import re
 import socket
 import warnings
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import torch
 from torch import nn
-from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
+from srnet.models.structure import classify_weight, find_prunable
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "default"
 """Recipe value that selects the bundled all-MiniLM-L6-v2 backbone."""
-
-ENCODER_ROLES = ("query", "key", "value", "attn_out", "ffn_in", "ffn_out")
-ALL_ROLES = (*ENCODER_ROLES, "classifier", "embeddings")
-DEFAULT_ROLES = (*ENCODER_ROLES, "classifier")
-
-_LAYER = r"\.layer\.(?P<layer>\d+)\."
-# (role -> regexes on the module's qualified name); BERT, RoBERTa and ELECTRA share names.
-_ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
-    "query": (_LAYER + r"attention\.self\.query$", _LAYER + r"attention\.q_lin$"),
-    "key": (_LAYER + r"attention\.self\.key$", _LAYER + r"attention\.k_lin$"),
-    "value": (_LAYER + r"attention\.self\.value$", _LAYER + r"attention\.v_lin$"),
-    "attn_out": (_LAYER + r"attention\.output\.dense$", _LAYER + r"attention\.out_lin$"),
-    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$"),
-    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$"),
-    "classifier": (r"^classifier$", r"^classifier\.(dense|out_proj)$", r"^pre_classifier$"),
-    "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
-}
-SUPPORTED_FAMILIES = ("bert", "roberta", "distilbert", "electra")
-GRANULARITIES = ("unstructured", "head", "neuron", "head+neuron")
-"""Mask structure: single weights, or whole attention heads and/or FFN neurons."""
-# config attribute holding the number of attention heads, per family with group knowledge
-_HEAD_COUNT = {"bert": "num_attention_heads", "roberta": "num_attention_heads",
-               "electra": "num_attention_heads", "distilbert": "n_heads"}
-
-
-@dataclass(frozen=True)
-class PrunableWeight:
-    """A weight matrix that a mask can be attached to."""
-
-    name: str
-    """Qualified module name, e.g. ``bert.encoder.layer.0.attention.self.query``."""
-    role: str
-    layer: int | None
-    module: nn.Module
-
-    @property
-    def numel(self) -> int:
-        return self.module.weight.numel()
-
-    @property
-    def shape(self) -> torch.Size:
-        """The weight's shape (without running a mask parametrization)."""
-        return _unmasked(self.module).shape
-
-
-def _unmasked(module: nn.Module) -> torch.Tensor:
-    if parametrize.is_parametrized(module, "weight"):
-        return module.parametrizations.weight.original
-    return module.weight
-
-
-@dataclass(frozen=True)
-class GroupMember:
-    """One weight matrix of a mask group: ``width`` consecutive rows (axis 0) or columns (axis 1)
-    per group."""
-
-    name: str
-    axis: int
-    width: int
-    module: nn.Module
-
-
-@dataclass(frozen=True)
-class MaskGroup:
-    """The ``count`` heads (or FFN neurons) of one layer, each gated by one entry of a gate vector.
-
-    A head is its rows of Q, K and V plus its columns of the attention output; a neuron is its row
-    of FFN-in plus its column of FFN-out.
-    """
-
-    name: str
-    """``<layer module>.heads`` or ``<layer module>.neurons``, e.g. ``bert.encoder.layer.0.heads``."""
-    kind: str
-    layer: int
-    count: int
-    members: tuple[GroupMember, ...]
-
-    @property
-    def module(self) -> nn.Module:
-        """A member module (its weight gives the device and dtype of the gates)."""
-        return self.members[0].module
-
-    @property
-    def shape(self) -> torch.Size:
-        return torch.Size([self.count])
-
-
-def group_kinds(granularity: str) -> tuple[str, ...]:
-    """The group kinds of a structured granularity (``head+neuron`` -> both)."""
-    if granularity not in GRANULARITIES[1:]:
-        raise SrnetError(f"granularity must be one of {list(GRANULARITIES[1:])}, got '{granularity}'")
-    return tuple(granularity.split("+"))
-
-
-def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = None) -> list[MaskGroup]:
-    """The head and/or neuron groups of every encoder layer (filtered by a regex on their names).
-
-    Raises ``SrnetError`` for an architecture without group knowledge, naming the supported ones.
-    """
-    family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
-    if family not in _HEAD_COUNT:
-        raise SrnetError(
-            f"structured masks (heads, neurons) are not supported for '{family}' models; "
-            f"supported: {', '.join(_HEAD_COUNT)}"
-        )
-    layers: dict[int, dict[str, PrunableWeight]] = defaultdict(dict)
-    for w in find_prunable(model, ENCODER_ROLES):
-        layers[int(w.layer)][w.role] = w  # type: ignore[arg-type]
-    heads = int(getattr(model.config, _HEAD_COUNT[family]))
-    compiled = re.compile(pattern) if pattern else None
-    groups = []
-    for layer, roles in sorted(layers.items()):
-        prefix = re.match(r"(.*\.layer\.\d+)\.", roles["query"].name).group(1)  # type: ignore[union-attr]
-        width = roles["query"].shape[0] // heads
-        members = {
-            "head": (heads, [("query", 0, width), ("key", 0, width), ("value", 0, width),
-                             ("attn_out", 1, width)]),
-            "neuron": (roles["ffn_in"].shape[0], [("ffn_in", 0, 1), ("ffn_out", 1, 1)]),
-        }
-        for kind in kinds:
-            count, parts = members[kind]
-            group = MaskGroup(f"{prefix}.{kind}s", kind, layer, count, tuple(
-                GroupMember(roles[r].name, axis, w, roles[r].module) for r, axis, w in parts))
-            if compiled is None or compiled.search(group.name):
-                groups.append(group)
-    if not groups:
-        raise SrnetError(f"{'+'.join(kinds)} groups with pattern '{pattern}' select nothing in this model")
-    return groups
 
 
 def default_device() -> torch.device:
@@ -377,47 +246,3 @@ def _unreachable(name: str, exc: Exception) -> str:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     hint = " (offline: only local paths and the bundled 'default' model load)" if offline else ""
     return f"cannot load model '{name}'{hint}: {first}"
-
-
-def find_prunable(
-    model: nn.Module,
-    roles: tuple[str, ...] | list[str] = DEFAULT_ROLES,
-    pattern: str | None = None,
-) -> list[PrunableWeight]:
-    """Return the model's prunable weights with the given roles, optionally filtered by a regex.
-
-    Raises ``SrnetError`` when the selection is empty or names an unknown role.
-    """
-    unknown = [r for r in roles if r not in _ROLE_PATTERNS]
-    if unknown:
-        raise SrnetError(f"unknown role(s) {unknown}; known roles: {list(ALL_ROLES)}")
-    compiled = re.compile(pattern) if pattern else None
-    found: list[PrunableWeight] = []
-    for qualified, module in model.named_modules():
-        if not isinstance(module, nn.Linear | nn.Embedding):
-            continue
-        role, layer = classify_weight(qualified)
-        if role is None or role not in roles:
-            continue
-        if compiled is not None and not compiled.search(qualified):
-            continue
-        found.append(PrunableWeight(qualified, role, layer, module))
-    if not found:
-        what = f"roles {list(roles)}" + (f" and pattern '{pattern}'" if pattern else "")
-        family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
-        raise SrnetError(f"{what} select no weight in this {family} model")
-    return found
-
-
-def classify_weight(qualified: str) -> tuple[str | None, int | None]:
-    """The (role, layer) of a module name, or (None, None) when it is not a prunable weight."""
-    for role, patterns in _ROLE_PATTERNS.items():
-        for pat in patterns:
-            m = re.search(pat, qualified)
-            if m:
-                layer = m.groupdict().get("layer")
-                # BERT's "output.dense" also ends "attention.output.dense": attn_out is checked first.
-                if role == "ffn_out" and qualified.endswith("attention.output.dense"):
-                    continue
-                return role, int(layer) if layer is not None else None
-    return None, None

@@ -16,12 +16,12 @@ import torch
 from torch import nn
 
 from srnet.errors import SrnetError
-from srnet.export import EXPORT_INFO_FILENAME, bake_masks
-from srnet.models import quiet_transformers
-from srnet.shrunk_modeling import SHAPES_KEY, SHRUNK_CLASSES, resize_linears
-
-__all__ = ["SHAPES_KEY", "load_model", "prepare_remote_code", "shrink_model"]
+from srnet.export import shrunk_modeling
+from srnet.export.bake import bake_masks
+from srnet.export.shrunk_modeling import SHAPES_KEY, SHRUNK_CLASSES, resize_linears
 from srnet.sparsity.mask_io import expand_masks, model_groups
+
+__all__ = ["MODELING_FILENAME", "SHAPES_KEY", "prepare_remote_code", "shrink_model"]
 
 MODELING_FILENAME = "modeling_srnet.py"
 
@@ -75,43 +75,6 @@ def prepare_remote_code(model: nn.Module, folder: Path) -> None:
     model.config.auto_map = {
         "AutoModelForSequenceClassification": f"modeling_srnet.{SHRUNK_CLASSES[family].__name__}"
     }
-    source = Path(__file__).with_name("shrunk_modeling.py").read_text()
+    source = Path(shrunk_modeling.__file__).read_text()  # self-contained: torch and transformers only
     (folder / MODELING_FILENAME).write_text(source)
-
-
-def load_model(path: str | Path) -> nn.Module:
-    """Load an srnet export (shrunk or not) in eval mode, rebuilding per-layer shapes, strictly.
-
-    A weight that is missing, unexpected or of another shape than the export's metadata says is
-    an error naming the first such tensor.
-    """
-    from safetensors.torch import load_file
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-
-    folder = Path(path)
-    info_file = folder / EXPORT_INFO_FILENAME
-    if not info_file.is_file():
-        raise SrnetError(f"{folder}: not an srnet export (no {EXPORT_INFO_FILENAME})")
-    weights_file = folder / "model.safetensors"
-    if not weights_file.is_file():
-        raise SrnetError(f"{folder}: no model.safetensors (sharded exports are not supported)")
-    with quiet_transformers():
-        config = AutoConfig.from_pretrained(folder)
-        model = AutoModelForSequenceClassification.from_config(config, trust_remote_code=False)
-    resize_linears(model, getattr(config, SHAPES_KEY, None) or {})
-    state = load_file(str(weights_file))
-    expected = model.state_dict()
-    for key, tensor in expected.items():
-        if key not in state:
-            raise SrnetError(f"{weights_file}: weight '{key}' is missing")
-        if tuple(state[key].shape) != tuple(tensor.shape):
-            raise SrnetError(
-                f"{weights_file}: weight '{key}' has shape {tuple(state[key].shape)} but the "
-                f"export's metadata gives {tuple(tensor.shape)}"
-            )
-    extra = [key for key in state if key not in expected]
-    if extra:
-        raise SrnetError(f"{weights_file}: weight '{extra[0]}' is not part of this model")
-    model.load_state_dict(state, strict=True)
-    return model.eval()
 

@@ -1,0 +1,31 @@
+"""Stage references in sweep files: '@name' or '@name/sub/path' stands for a stage's output."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+STAGE_REF = re.compile(r"^@([A-Za-z_][A-Za-z0-9_]*)(/.*)?$")
+
+
+def stage_refs(value: Any) -> set[str]:
+    """Stage names referenced as '@name' (or '@name/sub/path') anywhere in ``value``."""
+    if isinstance(value, dict):
+        return set().union(*map(stage_refs, value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*map(stage_refs, value)) if value else set()
+    match = STAGE_REF.match(value) if isinstance(value, str) else None
+    return {match.group(1)} if match else set()
+
+
+def resolve_refs(value: Any, outputs: dict[str, Path]) -> Any:
+    """``value`` with every '@name[/sub]' replaced by that stage's output path."""
+    if isinstance(value, dict):
+        return {k: resolve_refs(v, outputs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_refs(v, outputs) for v in value]
+    match = STAGE_REF.match(value) if isinstance(value, str) else None
+    if not match:
+        return value
+    return str(outputs[match.group(1)]) + (match.group(2) or "")

@@ -1,0 +1,66 @@
+"""Export a masked model as a plain Hugging Face checkpoint, optionally shrunk and as ONNX.
+
+Modules, each importing only those above it in this list::
+
+    bake.py             bake_masks: masks multiplied into a copy's weights; the export format's
+                        constants (srnet_export.json)
+    shrunk_modeling.py  self-contained shrunk classifiers (copied into shrunk exports as
+                        modeling_srnet.py for trust_remote_code=True)
+    shrink.py           shrink_model: pruned heads and neurons removed from the weights
+    onnx.py             model.onnx and its check against PyTorch; ONNX Runtime sessions
+    checkpoint.py       export_model (bake, shrink, ONNX, save) and load_model
+
+The shrinking names (``shrink_model``, ``prepare_remote_code``, ``SHAPES_KEY``, ``SHRUNK_CLASSES``)
+import transformers' model classes, so they load on first use, not with this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from srnet.export.bake import (
+    EXPORT_FORMAT_VERSION,
+    EXPORT_INFO_FILENAME,
+    bake_masks,
+    masked_weight_sparsity,
+)
+from srnet.export.checkpoint import check_baked, export_model, load_model
+from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
+
+if TYPE_CHECKING:
+    from srnet.export.shrink import MODELING_FILENAME, prepare_remote_code, shrink_model
+    from srnet.export.shrunk_modeling import SHAPES_KEY, SHRUNK_CLASSES
+
+_LAZY = {
+    "MODELING_FILENAME": "srnet.export.shrink",
+    "prepare_remote_code": "srnet.export.shrink",
+    "shrink_model": "srnet.export.shrink",
+    "SHAPES_KEY": "srnet.export.shrunk_modeling",
+    "SHRUNK_CLASSES": "srnet.export.shrunk_modeling",
+}
+
+__all__ = [
+    "EXPORT_FORMAT_VERSION",
+    "EXPORT_INFO_FILENAME",
+    "MODELING_FILENAME",
+    "ONNX_FILENAME",
+    "SHAPES_KEY",
+    "SHRUNK_CLASSES",
+    "bake_masks",
+    "check_baked",
+    "export_model",
+    "export_onnx",
+    "load_model",
+    "masked_weight_sparsity",
+    "prepare_remote_code",
+    "require_onnx",
+    "shrink_model",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The shrinking names, imported on first use."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'srnet.export' has no attribute {name!r}")

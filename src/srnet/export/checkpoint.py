@@ -1,0 +1,164 @@
+"""The srnet export folder: write one (:func:`export_model`) and read one back (:func:`load_model`).
+
+An export is a plain Hugging Face checkpoint that ``from_pretrained`` loads as is (masks baked
+into the weights by :mod:`srnet.export.bake`), its tokenizer and ``srnet_export.json``; with
+``shrink`` the pruned heads and neurons are removed (:mod:`srnet.export.shrink`), with ``onnx``
+it also carries ``model.onnx`` (:mod:`srnet.export.onnx`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from srnet.errors import SrnetError
+from srnet.export.bake import (
+    EXPORT_FORMAT_VERSION,
+    EXPORT_INFO_FILENAME,
+    bake_masks,
+    masked_weight_sparsity,
+    parametrized_modules,
+)
+from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
+from srnet.io import atomic_folder, atomic_write_json
+from srnet.models.loading import quiet_transformers
+from srnet.sparsity.mask_io import MaskMetadata, expand_masks, masked_module
+
+# srnet.export.shrink and .shrunk_modeling import transformers' model classes (seconds): they
+# are imported where a shrunk model is made or loaded, not with this module.
+
+
+def export_model(
+    model: nn.Module,
+    masks: Mapping[str, torch.Tensor],
+    tokenizer,
+    out_dir: str | Path,
+    *,
+    metadata: MaskMetadata | None,
+    overwrite: bool = False,
+    shrink: bool = False,
+    onnx: bool = False,
+    baked: nn.Module | None = None,
+) -> Path:
+    """Bake ``masks`` into ``model`` and save it, the tokenizer and ``srnet_export.json``.
+
+    ``metadata`` describes the masks (``None`` for a dense export with no masks).  ``baked`` is
+    ``bake_masks(model, masks)`` when the caller has it already (a run bakes once to evaluate
+    the final model): it is saved as it is, not baked again, once it is checked to carry no
+    parametrization and to hold a zero wherever ``masks`` prunes.  With ``shrink``, pruned
+    heads and neurons are removed (:func:`srnet.export.shrink.shrink_model`) and the folder also
+    carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.  With ``onnx``, it also
+    carries ``model.onnx`` (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence
+    axes, checked against PyTorch's logits; needs ``srnet[onnx]``).
+
+    The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
+    half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SrnetError(f"export folder {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
+    if onnx:
+        require_onnx()
+    weights = expand_masks(model, masks)
+    if baked is None:
+        baked = bake_masks(model, weights)
+    else:
+        check_baked(baked, weights)
+    sparsity, per_matrix = masked_weight_sparsity(baked, weights)
+    info = {
+        "srnet_export": EXPORT_FORMAT_VERSION,
+        "masks": metadata.model_dump() if metadata is not None else None,
+        "sparsity": sparsity,
+        "per_matrix": per_matrix,
+    }
+    if shrink:
+        from srnet.export.shrink import SHAPES_KEY, shrink_model
+
+        dense = sum(p.numel() for p in baked.parameters())
+        baked = shrink_model(model, masks)
+        info["shrunk"] = {
+            "parameters": sum(p.numel() for p in baked.parameters()),
+            "dense_parameters": dense,
+            "linear_shapes": getattr(baked.config, SHAPES_KEY),
+        }
+
+    def write(staging: Path) -> None:
+        if shrink:
+            from srnet.export.shrink import prepare_remote_code
+
+            prepare_remote_code(baked, staging)
+        if onnx:
+            info["onnx"] = export_onnx(baked, staging / ONNX_FILENAME)
+        with quiet_transformers():
+            baked.save_pretrained(staging)
+            tokenizer.save_pretrained(staging)
+        atomic_write_json(staging / EXPORT_INFO_FILENAME, info)
+
+    return atomic_folder(out, write)
+
+
+def check_baked(baked: nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
+    """Refuse a model handed to :func:`export_model` as baked that is not: a parametrization
+    left on it, or a non-zero weight where a (per-weight) mask of ``weights`` prunes."""
+    leftover = parametrized_modules(baked)
+    if leftover:
+        raise SrnetError(
+            f"the model given as baked still has a mask on '{leftover[0]}'; pass the masked model "
+            f"without baked= (or bake it with srnet.export.bake_masks)"
+        )
+    for name, mask in weights.items():
+        weight = masked_module(baked, name).weight.detach()
+        if weight.shape != mask.shape:
+            raise SrnetError(
+                f"the model given as baked does not match the masks: weight '{name}' has shape "
+                f"{tuple(weight.shape)} but its mask has shape {tuple(mask.shape)}"
+            )
+        if bool(weight[~mask.to(device=weight.device, dtype=torch.bool)].any()):
+            raise SrnetError(
+                f"the model given as baked does not match the masks: weight '{name}' is not zero "
+                f"where its mask prunes (bake it with srnet.export.bake_masks(model, masks))"
+            )
+
+
+def load_model(path: str | Path) -> nn.Module:
+    """Load an srnet export (shrunk or not) in eval mode, rebuilding per-layer shapes, strictly.
+
+    A weight that is missing, unexpected or of another shape than the export's metadata says is
+    an error naming the first such tensor.
+    """
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    from srnet.export.shrunk_modeling import SHAPES_KEY, resize_linears
+
+    folder = Path(path)
+    info_file = folder / EXPORT_INFO_FILENAME
+    if not info_file.is_file():
+        raise SrnetError(f"{folder}: not an srnet export (no {EXPORT_INFO_FILENAME})")
+    weights_file = folder / "model.safetensors"
+    if not weights_file.is_file():
+        raise SrnetError(f"{folder}: no model.safetensors (sharded exports are not supported)")
+    with quiet_transformers():
+        config = AutoConfig.from_pretrained(folder)
+        model = AutoModelForSequenceClassification.from_config(config, trust_remote_code=False)
+    resize_linears(model, getattr(config, SHAPES_KEY, None) or {})
+    state = load_file(str(weights_file))
+    expected = model.state_dict()
+    for key, tensor in expected.items():
+        if key not in state:
+            raise SrnetError(f"{weights_file}: weight '{key}' is missing")
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            raise SrnetError(
+                f"{weights_file}: weight '{key}' has shape {tuple(state[key].shape)} but the "
+                f"export's metadata gives {tuple(tensor.shape)}"
+            )
+    extra = [key for key in state if key not in expected]
+    if extra:
+        raise SrnetError(f"{weights_file}: weight '{extra[0]}' is not part of this model")
+    model.load_state_dict(state, strict=True)
+    return model.eval()

@@ -1,0 +1,57 @@
+"""Backbones and their structure.
+
+:mod:`srnet.models.loading` loads the bundled default or any Hugging Face id/path (tokenizers,
+classifiers with their heads matched to the task's labels, masked-LM models);
+:mod:`srnet.models.structure` finds the prunable weights by role and the head/neuron groups, by
+module-name patterns per architecture family.  ``structure`` imports nothing from ``loading``.
+"""
+
+from srnet.models.loading import (
+    DEFAULT_MODEL,
+    check_model_source,
+    default_device,
+    default_model_path,
+    load_classifier,
+    load_masked_lm,
+    load_tokenizer,
+    quiet_transformers,
+    resolve_model_name,
+)
+from srnet.models.structure import (
+    ALL_ROLES,
+    DEFAULT_ROLES,
+    ENCODER_ROLES,
+    GRANULARITIES,
+    SUPPORTED_FAMILIES,
+    GroupMember,
+    MaskGroup,
+    PrunableWeight,
+    classify_weight,
+    find_groups,
+    find_prunable,
+    group_kinds,
+)
+
+__all__ = [
+    "ALL_ROLES",
+    "DEFAULT_MODEL",
+    "DEFAULT_ROLES",
+    "ENCODER_ROLES",
+    "GRANULARITIES",
+    "SUPPORTED_FAMILIES",
+    "GroupMember",
+    "MaskGroup",
+    "PrunableWeight",
+    "check_model_source",
+    "classify_weight",
+    "default_device",
+    "default_model_path",
+    "find_groups",
+    "find_prunable",
+    "group_kinds",
+    "load_classifier",
+    "load_masked_lm",
+    "load_tokenizer",
+    "quiet_transformers",
+    "resolve_model_name",
+]

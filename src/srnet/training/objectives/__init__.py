@@ -1,0 +1,38 @@
+"""Training objectives behind one registry: ``standard`` and ``freelb`` (labelled tasks);
+``mlm``, ``distill`` and ``mlm+distill`` (task ``text``, :mod:`.pretraining`).
+
+Adding an objective is one module with its class and its registry line, imported here::
+
+    @register_objective("mine")
+    class Mine(Objective):
+        params_model = MineParams          # pydantic model of its parameters (with descriptions)
+        def step(self, model, batch, loss, *, progress, penalty, backward): ...
+"""
+
+from srnet.training.objectives import freelb, pretraining, standard  # noqa: F401  (registration)
+from srnet.training.objectives.base import (
+    OBJECTIVES,
+    Objective,
+    available_objectives,
+    build_objective,
+    loss_backward,
+    register_objective,
+    train_step,
+    with_penalty,
+)
+from srnet.training.objectives.freelb import FreeLB, FreeLBParams
+from srnet.training.objectives.standard import Standard
+
+__all__ = [
+    "OBJECTIVES",
+    "FreeLB",
+    "FreeLBParams",
+    "Objective",
+    "Standard",
+    "available_objectives",
+    "build_objective",
+    "loss_backward",
+    "register_objective",
+    "train_step",
+    "with_penalty",
+]
