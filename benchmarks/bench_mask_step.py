@@ -41,12 +41,11 @@ class Variant:
         self.model = load_classifier(model, ("entailment", "neutral", "contradiction")).to(device)
         self.model.train()
         self.batch = batch
-        cfg = PruningConfig(
-            method=kind.removesuffix("_plain"),
-            sparsity=0.0 if kind == "dense" else 0.5,
-            rerank_every=rerank_every,
-            imp={"prune_fraction": 0.5, "every": 1 / total_steps},  # 50% at step 1
-        )
+        method = kind.removesuffix("_plain")
+        params = {"mask_train": {"rerank_every": rerank_every},
+                  "imp": {"prune_fraction": 0.5, "every": 1 / total_steps}}  # imp: 50% at step 1
+        cfg = PruningConfig(method=method, sparsity=0.0 if kind == "dense" else 0.5,
+                            params=params.get(method, {}))
         self.method = build_method(cfg, seed=0)
         self.method.prepare(self.model, total_steps)
         if kind.endswith("_plain") and self.method.fused is not None:

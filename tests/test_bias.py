@@ -176,7 +176,7 @@ def test_folds_are_stratified_seeded_and_cover_everything():
     assert not np.array_equal(folds, assign_folds(gold, 5, seed=4, labels=NLI))
 
 
-def test_out_of_fold_predictions_never_see_their_own_example(monkeypatch):
+def test_out_of_fold_predictions_never_see_their_own_example():
     """One-hot example ids let a model memorise the examples it was fit on.
 
     Out of fold, an example's id column is all zeros in its training data, so its weight is
@@ -190,15 +190,16 @@ def test_out_of_fold_predictions_never_see_their_own_example(monkeypatch):
         out[np.arange(len(examples)), [int(ex.id) for ex in examples]] = 1
         return out
 
-    monkeypatch.setitem(FEATURES, "example_id", BiasFeature("example_id", ids, StandardScaler, "ids"))
-    examples = [pair(i, "p", "h", label=i % 3) for i in range(n)]
-    model = fit_bias_model(examples, NLI, feature="example_id", k_folds=5, seed=0, C=100.0)
-    for fold in range(5):
-        held = model.train.log_probs[model.folds == fold]
-        np.testing.assert_allclose(held, np.broadcast_to(held[0], held.shape), atol=1e-9)
-    # The same feature does memorise what it is fit on: the final model scores its training set perfectly.
-    assert np.mean(model.predict_log_probs(examples).argmax(1) == [ex.label for ex in examples]) == 1.0
-    assert model.train.accuracy < 0.5
+    with FEATURES.scoped():
+        FEATURES.add("example_id", BiasFeature("example_id", ids, StandardScaler, "ids"))
+        examples = [pair(i, "p", "h", label=i % 3) for i in range(n)]
+        model = fit_bias_model(examples, NLI, feature="example_id", k_folds=5, seed=0, C=100.0)
+        for fold in range(5):
+            held = model.train.log_probs[model.folds == fold]
+            np.testing.assert_allclose(held, np.broadcast_to(held[0], held.shape), atol=1e-9)
+        # The same feature does memorise what it is fit on: the final model scores its training set perfectly.
+        assert np.mean(model.predict_log_probs(examples).argmax(1) == [ex.label for ex in examples]) == 1.0
+        assert model.train.accuracy < 0.5
 
 
 def test_bias_model_learns_cue_words_in_task_label_order(tmp_path):

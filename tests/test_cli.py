@@ -210,3 +210,20 @@ def test_demo_overwrite_keeps_the_earlier_demo_until_the_new_one_exists(
         api.demo(output_dir=tmp_path, overrides=overrides, overwrite=True)
     assert (demo / "report" / "report.md").read_text() == "the earlier demo"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
+
+
+def test_help_lists_the_registries_without_importing_them_to_build_the_parser(capsys):
+    import subprocess
+    import sys
+
+    from srnet.evaluation.attacks import available_attacks
+    from srnet.tasks import task_names
+
+    probe = "import sys; from srnet.cli import build_parser; build_parser(); print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+    for argv, names in ((["attack", "--help"], available_attacks()), (["finetune", "--help"], task_names())):
+        with pytest.raises(SystemExit):
+            main(argv)
+        listed = " ".join(capsys.readouterr().out.split())
+        assert ", ".join(names) in listed, argv

@@ -164,3 +164,47 @@ def test_dense_export_without_masks(tiny_model_dir, tmp_path):
     assert info["sparsity"] == 0.0
     reloaded = AutoModelForSequenceClassification.from_pretrained(out).eval()
     assert torch.equal(_logits(reloaded, tokenizer), _logits(model, tokenizer))
+
+
+def test_an_already_baked_model_is_exported_without_baking_again(tmp_path, monkeypatch):
+    src = save_tiny_model(tmp_path / "src", "bert")
+    tokenizer = AutoTokenizer.from_pretrained(src)
+    model = AutoModelForSequenceClassification.from_pretrained(src).eval()
+    masks = _masks_for(model)
+    _parametrize(model, masks)
+    meta = _metadata(model, masks)
+    reference = export_model(model, masks, tokenizer, tmp_path / "reference", metadata=meta)
+    baked = bake_masks(model, masks)
+
+    def no_second_bake(*args, **kwargs):
+        raise AssertionError("baked twice")
+
+    monkeypatch.setattr("srnet.export.checkpoint.bake_masks", no_second_bake)
+    out = export_model(model, masks, tokenizer, tmp_path / "once", metadata=meta, baked=baked)
+    assert (out / EXPORT_INFO_FILENAME).read_text() == (reference / EXPORT_INFO_FILENAME).read_text()
+    assert (out / "model.safetensors").read_bytes() == (reference / "model.safetensors").read_bytes()
+
+    with pytest.raises(SrnetError, match="still has a mask on"):
+        export_model(model, masks, tokenizer, tmp_path / "masked", metadata=meta, baked=model)
+    unmasked = AutoModelForSequenceClassification.from_pretrained(src)
+    with pytest.raises(SrnetError, match="is not zero where its mask prunes"):
+        export_model(model, masks, tokenizer, tmp_path / "unbaked", metadata=meta, baked=unmasked)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["once", "reference", "src"]
+
+
+def test_export_package_imports_point_downward():
+    """bake <- shrunk_modeling <- shrink <- onnx <- checkpoint: no module imports one after it."""
+    import ast
+    from pathlib import Path
+
+    import srnet.export
+
+    order = ["bake", "shrunk_modeling", "shrink", "onnx", "checkpoint"]
+    folder = Path(srnet.export.__file__).parent
+    for position, name in enumerate(order):
+        for node in ast.walk(ast.parse((folder / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("srnet.export"):
+                targets = [node.module.removeprefix("srnet.export.")] if node.module != "srnet.export" \
+                    else [alias.name for alias in node.names]
+                for target in targets:
+                    assert order.index(target) < position, f"{name} imports {target}"

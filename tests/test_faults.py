@@ -290,22 +290,23 @@ def test_real_hans_subsample_has_500_per_cell(shared_data):
 
 
 def test_run_paths_are_checked_before_anything_loads(tmp_path, tiny_model_dir, monkeypatch):
-    import srnet.experiments.run as run
+    import srnet.experiments.task_run as task_run
     from conftest import synthetic_split
     from srnet import api
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded before the error")
 
-    monkeypatch.setattr(run, "load_classifier", refuse)
+    monkeypatch.setattr(task_run, "load_classifier", refuse)
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
     recipe = {"task": "synthetic_nli", "model": {"name": str(tiny_model_dir)},
               "data": {"train": synthetic_split("train", 16)}, "output_dir": str(blocker / "runs")}
     with pytest.raises(SrnetError, match=r"output_dir: cannot create .*a_file/runs/run: .*a_file is a file"):
         api.run(recipe)
-    recipe |= {"output_dir": str(tmp_path / "runs"), "pruning": {"method": "fixed", "mask_file": "/nope"}}
-    with pytest.raises(SrnetError, match=r"pruning\.mask_file: /nope not found"):
+    recipe |= {"output_dir": str(tmp_path / "runs"),
+               "pruning": {"method": "fixed", "params": {"mask_file": "/nope"}}}
+    with pytest.raises(SrnetError, match=r"pruning\.params\.mask_file: /nope not found"):
         api.run(recipe)
     assert not (tmp_path / "runs").exists()
 
@@ -338,7 +339,7 @@ def test_same_recipe_and_seed_write_the_same_bytes(tmp_path, tiny_model_dir):
                  "data": {"train": synthetic_split("train", 48), "dev": synthetic_split("dev", 30),
                           "challenge": [synthetic_split("challenge", 24)]},
                  "training": {"max_steps": 6, "batch_size": 8, "eval_every": 3, "lr": 1e-3},
-                 "pruning": {"method": "mask_train", "sparsity": 0.5, "mask_lr": 0.1}})
+                 "pruning": {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.1}}})
     a, b = tmp_path / "a" / "r", tmp_path / "b" / "r"
     files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())

@@ -159,7 +159,7 @@ def test_per_layer_normalisation_is_michels_l2_norm_up_to_sqrt_count():
 
 def omp(granularity="head+neuron", sparsity=0.3, **cfg):
     return build_method(PruningConfig(method="omp", granularity=granularity, sparsity=sparsity,
-                                      importance="gradient", importance_batches=2, **cfg))
+                                      params={"importance": "gradient", "importance_batches": 2}, **cfg))
 
 
 @pytest.mark.parametrize(("granularity", "scope"), [("head+neuron", "local"), ("head+neuron", "global"),
@@ -199,14 +199,15 @@ def test_gradient_omp_keeps_the_exact_count_of_the_most_important_groups(granula
 
 
 def test_gradient_importance_is_only_for_omp_and_structured_granularities():
+    gradient = {"importance": "gradient"}
     with pytest.raises(ValueError, match="not 'unstructured'"):
-        PruningConfig(method="omp", importance="gradient")
-    with pytest.raises(ValueError, match="is for method 'omp', not 'mask_train'"):
-        PruningConfig(method="mask_train", granularity="head", importance="gradient")
+        PruningConfig(method="omp", params=gradient)
+    with pytest.raises(ValueError, match=r"not a parameter of method 'mask_train' \(a parameter of omp\)"):
+        PruningConfig(method="mask_train", granularity="head", params=gradient)
     with pytest.raises(ValueError, match="importance_batches"):
-        PruningConfig(method="omp", granularity="head", importance="gradient", importance_batches=0)
+        PruningConfig(method="omp", granularity="head", params={**gradient, "importance_batches": 0})
     with pytest.raises(SrnetError, match="pass batches="):
-        api.prune_(bert(), {"method": "omp", "granularity": "head", "importance": "gradient"})
+        api.prune_(bert(), {"method": "omp", "granularity": "head", "params": gradient})
     with pytest.raises(SrnetError, match="does not calibrate"):
         method = build_method(PruningConfig(method="omp", granularity="head"))
         method.calibrate(bert(), calibration(batches(1)))
@@ -220,8 +221,8 @@ def logits(model, batch) -> torch.Tensor:
 def test_prune_api_with_gradient_importance_exports_a_shrunk_model_with_the_same_logits(tmp_path):
     path = save_tiny_model(tmp_path / "tiny")
     model = load_model_plain(path)
-    cfg = {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5, "importance": "gradient",
-           "importance_batches": 2}
+    cfg = {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5,
+           "params": {"importance": "gradient", "importance_batches": 2}}
     masks = api.prune_(model, cfg, batches=batches(4))
     assert {k: int((~m).sum()) for k, m in masks.items()} == {
         "bert.encoder.layer.0.heads": 1, "bert.encoder.layer.0.neurons": 32,
@@ -240,14 +241,14 @@ def load_model_plain(path):
 
 
 def test_a_run_scores_heads_on_its_training_batches_and_shrinks_exactly(tmp_path, tiny_model_dir):
-    def run(name: str, **pruning) -> object:
+    def run(name: str, importance: str = "gradient") -> object:
         return api.run({
             "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(tmp_path),
             "model": {"name": str(tiny_model_dir), "max_length": 48},
             "data": {"train": synthetic("train", 32), "dev": synthetic("dev", 16)},
             "training": {"max_steps": 2, "batch_size": 8, "eval_every": 2, "lr": 1e-3},
             "pruning": {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5,
-                        "importance": "gradient", "importance_batches": 3, **pruning},
+                        "params": {"importance": importance, "importance_batches": 3}},
         })
 
     first = run("grad")

@@ -33,8 +33,8 @@ def recipe(root: Path, model_dir: Path) -> dict:
         "training": {"max_steps": 12, "batch_size": 8, "eval_every": 3, "checkpoint_every": 1,
                      "lr": 1e-3, "log_every": 1, "warmup_ratio": 0.0},
         # a large mask lr and a trained head, so one dropout draw off would change masks and model
-        "pruning": {"method": "mask_train", "sparsity": 0.5, "rerank_every": 2, "mask_lr": 0.05,
-                    "train_classifier": True,
+        "pruning": {"method": "mask_train", "sparsity": 0.5,
+                    "params": {"rerank_every": 2, "mask_lr": 0.05, "train_classifier": True},
                     "schedule": {"kind": "cubic", "initial": 0.2, "end": 0.6}},
     }
 

@@ -87,3 +87,15 @@ def test_named_head_in_another_label_order_is_reordered(tmp_path):
 def test_generic_head_of_another_size_is_replaced(tmp_path):
     path = save_tiny_model(tmp_path / "m", num_labels=3)
     assert load_classifier(str(path), ["no", "yes"]).config.num_labels == 2
+
+
+def test_structure_imports_nothing_from_loading():
+    """Roles, groups and family tables (``structure``) sit below model loading (``loading``)."""
+    import ast
+    from pathlib import Path
+
+    import srnet.models.structure as structure
+
+    tree = ast.parse(Path(structure.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert not {m for m in imported if m and m.startswith("srnet.models")}

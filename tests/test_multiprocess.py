@@ -62,7 +62,7 @@ def recipe(root: Path, model_dir: Path, batch_size: int) -> dict:
         "training": {"max_steps": 8, "batch_size": batch_size, "eval_every": 4, "lr": 1e-3,
                      "log_every": 1, "warmup_ratio": 0.0, "group_by_length": False,
                      "mixed_precision": "no"},  # bit-level comparisons: fp32 in both runs
-        "pruning": {"method": "mask_train", "sparsity": 0.5, "mask_lr": 0.05, "rerank_every": 2},
+        "pruning": {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05, "rerank_every": 2}},
     }
 
 

@@ -16,6 +16,7 @@ from srnet.losses import build_loss
 from srnet.models import find_prunable
 from srnet.pruning import (
     FixedMaskMethod,
+    MethodParams,
     PruningConfig,
     PruningMethod,
     available_methods,
@@ -28,7 +29,10 @@ from srnet.training.objectives import build_objective, train_step
 
 VOCAB = 50
 STEPS = 6
-METHODS = ["omp", "random", "imp", "mask_train", "l0", "fixed"]  # the ones that mask
+METHODS = [m for m in available_methods() if m != "dense"]  # the ones that mask, from the registry
+PARAMS = {"imp": {"prune_fraction": 0.25, "every": 0.3},
+          "mask_train": {"mask_lr": 0.05}, "l0": {"mask_lr": 0.05}}
+"""Method params for these short runs (a method not named here runs on its defaults)."""
 STANDARD, CE = build_objective("standard"), build_loss("ce")
 
 
@@ -67,9 +71,10 @@ def omp_masks(sparsity: float = 0.5) -> dict[str, torch.Tensor]:
     return method.masks()
 
 
-def make_method(name: str, seed: int = 0, **overrides) -> PruningMethod:
-    fields = {"sparsity": 0.5, "mask_lr": 0.05, "imp": {"prune_fraction": 0.25, "every": 0.3}}
-    cfg = PruningConfig(method=name, **{**fields, **overrides})
+def make_method(name: str, seed: int = 0, params: dict | None = None, **fields) -> PruningMethod:
+    """``name`` with :data:`PARAMS` updated by ``params``, and the shared ``fields``."""
+    cfg = PruningConfig(method=name, **{"sparsity": 0.5, **fields},
+                        params={**PARAMS.get(name, {}), **(params or {})})
     if name == "fixed":
         return FixedMaskMethod(cfg, seed, masks=omp_masks(cfg.sparsity))
     return build_method(cfg, seed)
@@ -113,8 +118,15 @@ def masked_copy(model, masks: dict[str, torch.Tensor], model_type: str = "bert")
     return plain.eval()
 
 
-def test_registry_lists_every_method():
-    assert available_methods() == sorted([*METHODS, "dense"])
+def test_every_method_owns_a_strict_documented_params_model():
+    assert "dense" in available_methods() and {"omp", "imp", "mask_train", "l0", "fixed"} <= set(METHODS)
+    for name in available_methods():
+        model = get_method(name).params_model
+        assert issubclass(model, MethodParams), name
+        assert all(field.description for field in model.model_fields.values()), name
+        assert isinstance(PruningConfig(method=name).params, model)  # the defaults validate
+        with pytest.raises(ValidationError, match=f"not a parameter of method '{name}'; its parameters: "):
+            PruningConfig(method=name, params={"no_such_setting": 1})
 
 
 def test_dense_masks_nothing_and_trains_every_weight():
@@ -173,7 +185,7 @@ def test_random_masks_depend_on_seed():
 def test_mask_training_keeps_weights_and_changes_masks():
     model = tiny_model()
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    method = make_method("mask_train", init="soft", rerank_every=2)
+    method = make_method("mask_train", params={"init": "soft", "rerank_every": 2})
     method.prepare(model, STEPS)
     initial_masks = method.masks()
     groups = method.param_groups(model, 1e-3)
@@ -203,7 +215,7 @@ def test_mask_training_gradients_reach_scores():
 def test_mask_training_hard_init_starts_from_magnitudes():
     model = tiny_model()
     expected = omp_masks(0.5)
-    method = make_method("mask_train", init="hard")
+    method = make_method("mask_train", params={"init": "hard"})
     method.prepare(model, STEPS)
     masks = method.masks()
     assert all(torch.equal(masks[k], expected[k]) for k in expected)
@@ -214,7 +226,7 @@ def test_mask_training_hard_init_starts_from_magnitudes():
 
 def test_mask_training_can_train_the_classifier():
     model = tiny_model()
-    method = make_method("mask_train", train_classifier=True)
+    method = make_method("mask_train", params={"train_classifier": True})
     method.prepare(model, STEPS)
     weights = method.param_groups(model, 1e-3)[1]["params"]
     head = find_prunable(model, ("classifier",))[0].module
@@ -224,7 +236,7 @@ def test_mask_training_can_train_the_classifier():
 def test_mask_training_follows_cubic_schedule():
     model = tiny_model()
     schedule = {"kind": "cubic", "initial": 0.0, "start": 0.0, "end": 1.0}
-    method = make_method("mask_train", schedule=schedule, sparsity=0.8, rerank_every=3)
+    method = make_method("mask_train", schedule=schedule, sparsity=0.8, params={"rerank_every": 3})
     method.prepare(model, STEPS)
     assert method.sparsity_report()["overall"] == 0.0
     train(model, method, steps=3)  # re-rank at step 3: 0.8 - 0.8 * 0.5**3 = 0.7
@@ -238,7 +250,7 @@ def test_imp_prunes_on_schedule_and_rewinds():
     model = tiny_model()
     initial = {n: p.detach().clone() for n, p in model.named_parameters()}
     imp = {"prune_fraction": 0.25, "every": 0.2, "rewind": True}
-    method = build_method(PruningConfig(method="imp", sparsity=0.6, imp=imp))
+    method = build_method(PruningConfig(method="imp", sparsity=0.6, params=imp))
     method.prepare(model, 10)  # events every 2 steps: 0.25, 0.5, 0.6 at steps 2, 4, 6
     assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["weights"]
     optimizer = torch.optim.AdamW(method.param_groups(model, 1e-2))
@@ -264,7 +276,7 @@ def test_imp_prunes_on_schedule_and_rewinds():
 
 def test_imp_pruned_weights_stay_pruned():
     model = tiny_model()
-    method = make_method("imp", sparsity=0.5, imp={"prune_fraction": 0.25, "every": 0.2})
+    method = make_method("imp", sparsity=0.5, params={"prune_fraction": 0.25, "every": 0.2})
     method.prepare(model, 10)
     method.on_step(2)
     first = method.masks()
@@ -278,14 +290,14 @@ def test_imp_pruned_weights_stay_pruned():
 
 
 def test_imp_unreachable_target_names_the_numbers():
-    method = make_method("imp", sparsity=0.9, imp={"prune_fraction": 0.1, "every": 0.2})
+    method = make_method("imp", sparsity=0.9, params={"prune_fraction": 0.1, "every": 0.2})
     with pytest.raises(SrnetError, match=r"sparsity 0.9 in 10 steps: 9 events of 0.1 every 2"):
         method.prepare(tiny_model(), 10)
 
 
 def test_l0_penalty_decreases_and_frozen_mask_is_exact():
     model = tiny_model()
-    method = make_method("l0", sparsity=0.3, l0={"lambda_": 5.0})
+    method = make_method("l0", sparsity=0.3, params={"lambda_": 5.0})
     method.prepare(model, 20)
     start = method.penalty().item()
     assert start == pytest.approx(5.0 * method._masks[0].keep_probability()[0, 0].item())
@@ -301,14 +313,14 @@ def test_l0_penalty_decreases_and_frozen_mask_is_exact():
 
 
 def test_l0_lambda_warmup():
-    method = make_method("l0", l0={"lambda_": 2.0, "lambda_warmup": 0.5})
+    method = make_method("l0", params={"lambda_": 2.0, "lambda_warmup": 0.5})
     method.prepare(tiny_model(), 10)
     assert [method.lambda_at(s) for s in (0, 1, 5, 9)] == pytest.approx([0.0, 0.4, 2.0, 2.0])
 
 
 def test_l0_can_train_weights():
     model = tiny_model()
-    method = make_method("l0", l0={"train_weights": True})
+    method = make_method("l0", params={"train_weights": True})
     method.prepare(model, STEPS)
     assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["mask", "weights"]
 
@@ -320,11 +332,18 @@ def test_fixed_mask_file_round_trip(tmp_path):
     fingerprint = model_fingerprint(model, masks)
     meta = MaskMetadata(method="omp", base_model="tiny", base_model_fingerprint=fingerprint)
     save_masks(path, masks, meta)
-    method = build_method(PruningConfig(method="fixed", mask_file=str(path)))
+    method = fixed(path)
     method.prepare(model, STEPS)
     loaded = method.masks()
     assert all(torch.equal(loaded[k], masks[k]) for k in masks)
     assert method.current_sparsity(0) == pytest.approx(method.sparsity_report()["overall"])
+
+
+FIXED = PruningConfig(method="fixed")
+
+
+def fixed(path) -> PruningMethod:
+    return build_method(PruningConfig(method="fixed", params={"mask_file": str(path)}))
 
 
 def test_fixed_mask_mismatches(tmp_path):
@@ -332,24 +351,24 @@ def test_fixed_mask_mismatches(tmp_path):
     name = "bert.encoder.layer.0.attention.self.query"
     bad_shape = {**masks, name: torch.ones(4, 4)}
     with pytest.raises(SrnetError, match=rf"mask '{name}' has shape \[4, 4\] .* \[32, 32\]"):
-        FixedMaskMethod(PruningConfig(), masks=bad_shape).prepare(tiny_model(), STEPS)
+        FixedMaskMethod(FIXED, masks=bad_shape).prepare(tiny_model(), STEPS)
     with pytest.raises(SrnetError, match=r"mask key 'encoder\.nope' names no weight in this bert model"):
-        FixedMaskMethod(PruningConfig(), masks={"encoder.nope": torch.ones(2)}).prepare(tiny_model(), STEPS)
+        FixedMaskMethod(FIXED, masks={"encoder.nope": torch.ones(2)}).prepare(tiny_model(), STEPS)
     with pytest.raises(SrnetError, match="values other than 0 and 1"):
-        FixedMaskMethod(PruningConfig(), masks={name: torch.full((32, 32), 0.5)}).prepare(tiny_model(), STEPS)
-    with pytest.raises(SrnetError, match=r"needs pruning\.mask_file"):
+        FixedMaskMethod(FIXED, masks={name: torch.full((32, 32), 0.5)}).prepare(tiny_model(), STEPS)
+    with pytest.raises(SrnetError, match=r"needs pruning\.params\.mask_file"):
         build_method(PruningConfig(method="fixed"))
     missing = tmp_path / "nope.safetensors"
     with pytest.raises(SrnetError, match=r"nope\.safetensors"):
-        build_method(PruningConfig(method="fixed", mask_file=str(missing))).prepare(tiny_model(), STEPS)
+        fixed(missing).prepare(tiny_model(), STEPS)
     unmarked = tmp_path / "plain.safetensors"
     save_file({k: v.to(torch.uint8) for k, v in masks.items()}, str(unmarked))
     with pytest.raises(SrnetError, match="not an srnet mask file"):
-        build_method(PruningConfig(method="fixed", mask_file=str(unmarked))).prepare(tiny_model(), STEPS)
+        fixed(unmarked).prepare(tiny_model(), STEPS)
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"not a safetensors file")
     with pytest.raises(SrnetError, match="not a readable safetensors file"):
-        build_method(PruningConfig(method="fixed", mask_file=str(garbage))).prepare(tiny_model(), STEPS)
+        fixed(garbage).prepare(tiny_model(), STEPS)
 
 
 @pytest.mark.parametrize("bad", [1.0, -0.1])
@@ -388,7 +407,7 @@ def test_prepare_twice_and_bad_total_steps():
 
 @pytest.mark.parametrize("name", ["mask_train", "imp", "l0"])
 def test_resume_from_state_dicts(name):
-    rewind = {"imp": {"prune_fraction": 0.25, "every": 0.3, "rewind": True}}
+    rewind = {"params": {"rewind": True}}
     model = tiny_model()
     method = make_method(name, **(rewind if name == "imp" else {}))
     method.prepare(model, STEPS)

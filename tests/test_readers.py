@@ -97,6 +97,28 @@ def test_hans_jsonl_as_a_challenge_of_nli(tmp_path):
     assert load("nli", tmp_path, path="hans.jsonl", format="hans")[0] == example
 
 
+def test_a_registered_format_declares_its_layout_columns_and_label_scheme(tmp_path):
+    """A challenge format is data, not a branch: a two-way CSV format registered here is read with
+    its own columns and scored with the challenge set it names, and ``auto`` finds it by name."""
+    import re
+
+    from srnet.tasks.formats import FORMATS, DataFormat, register_format
+
+    with FORMATS.scoped():
+        register_format(DataFormat("toy_challenge", "csv", columns={
+            "text_a": ("p",), "text_b": ("h",), "label": ("gold",), "heuristic": ("kind",),
+        }, challenge="hans", file_pattern=re.compile(r"toy_.*\.csv")))
+        write(tmp_path / "toy_eval.csv", ["gold,p,h,kind", "non-entailment,A b .,B a .,swap"])
+        spec = DataSpec(path="toy_eval.csv")
+        assert (spec.resolved_format, spec.challenge) == ("toy_challenge", "hans")
+        (example,) = load_examples("nli", spec, base_dir=tmp_path)
+        assert (example.text_a, example.label, example.meta) == ("A b .", 1, {"heuristic": "swap"})
+        assert label_space("nli", spec).names == ("entailment", "non-entailment")
+    assert "toy_challenge" not in FORMATS
+    with pytest.raises(ValidationError, match=r"unknown data format 'toy_challenge'; known: \['auto', "):
+        DataSpec(path="toy_eval.csv", format="toy_challenge")
+
+
 def test_paws_tsv_keeps_quotes(tmp_path):
     tsv(tmp_path / "paws_dev.tsv", ["id", "sentence1", "sentence2", "label"], [
         ["1", 'The "old" house .', "The house is old .", "1"],

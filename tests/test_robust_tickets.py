@@ -16,18 +16,18 @@ from srnet.experiments.study_report import write_report
 from srnet.sparsity.mask_io import load_masks
 from srnet.sparsity.tickets import load_scores
 
-L0 = {"method": "l0", "sparsity": 0.3, "granularity": "global", "mask_lr": 0.1,
-      "l0": {"lambda_start": 0.1, "lambda_warmup": 0.3}}
+L0 = {"method": "l0", "sparsity": 0.3, "scope": "global",
+      "params": {"mask_lr": 0.1, "lambda_start": 0.1, "lambda_warmup": 0.3}}
 FIXED = {"method": "fixed", "sparsity": 0.3}
 STAGES = {
     "ft": {"kind": "train"},
     "gates": {"kind": "train", "set": {"model.init_from": "@ft", "pruning": L0,
                                        "objective": {"name": "freelb", "params": {"steps": 2}}}},
     "mask": {"kind": "ticket", "with": {"scores": "@gates", "sparsity": 0.3}},
-    "ticket": {"kind": "train", "set": {"pruning": {**FIXED, "mask_file": "@mask"},
+    "ticket": {"kind": "train", "set": {"pruning": {**FIXED, "params": {"mask_file": "@mask"}},
                                         "tags.method": "robust_ticket"}},
     "rand": {"kind": "random_like", "with": {"masks": "@mask"}},
-    "rticket": {"kind": "train", "set": {"pruning": {**FIXED, "mask_file": "@rand"},
+    "rticket": {"kind": "train", "set": {"pruning": {**FIXED, "params": {"mask_file": "@rand"}},
                                          "tags.method": "random_ticket"}},
     "attacks": {"kind": "attack", "with": {"runs": ["@ft", "@ticket", "@rticket"], "attacks": ["charswap"],
                                            "n": 4}},
@@ -68,7 +68,7 @@ def test_robust_ticket_pipeline_on_a_tiny_model(tmp_path, tiny_model_dir, monkey
 
     config = yaml.safe_load((job["ticket"].folder / "config.yaml").read_text())
     assert config["model"]["init_from"] is None  # retrained from the pre-trained weights
-    assert config["pruning"]["mask_file"] == str(job["mask"].folder / "masks.safetensors")
+    assert config["pruning"]["params"]["mask_file"] == str(job["mask"].folder / "masks.safetensors")
     metrics = json.loads((job["ticket"].folder / "metrics.json").read_text())
     assert metrics["sparsity"]["overall"] == pytest.approx(0.3, abs=1e-3)
 

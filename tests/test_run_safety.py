@@ -82,7 +82,7 @@ def test_overwrite_with_a_bad_recipe_keeps_the_finished_run(capsys, tmp_path, fi
     ({"loss": {"name": "conf_reg", "bias_predictions": "BIAS", "teacher": "no_run"}}, "no_run"),
     ({"loss": {"name": "rmc"}}, "teacher|difficulty"),
     ({"pruning": {"method": "fixed", "sparsity": 0.5}}, "mask_file"),
-    ({"pruning": {"method": "fixed", "sparsity": 0.5, "mask_file": "nope.safetensors"}}, "nope"),
+    ({"pruning": {"method": "fixed", "sparsity": 0.5, "params": {"mask_file": "nope.safetensors"}}}, "nope"),
     ({"model": {"name": "unused", "init_from": "no_such_run"}}, "init_from"),
     ({"dense_reference": "no_such_run"}, "dense_reference"),
     ({"bias_dir": "@bias"}, "'@bias' names a sweep stage"),
@@ -119,7 +119,7 @@ def test_mask_file_that_does_not_fit_fails_before_the_run_folder(tmp_path, tiny_
     out = tmp_path / "runs"
     with pytest.raises(SrnetError, match=r"shape|fingerprint|mask"):
         api.run(tiny_recipe(out, tiny_model_dir, "fx", pruning={
-            "method": "fixed", "sparsity": 0.5, "mask_file": str(masks)}))
+            "method": "fixed", "sparsity": 0.5, "params": {"mask_file": str(masks)}}))
     assert not out.exists()
 
 

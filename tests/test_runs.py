@@ -64,8 +64,8 @@ def test_mask_search_from_an_intermediate_checkpoint(tmp_path, tiny_model_dir):
 
 
 def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_model_dir):
-    api.run(recipe(tmp_path, tiny_model_dir, "imp", pruning={"method": "imp", "sparsity": 0.5,
-                                                             "imp": {"prune_fraction": 0.25, "every": 0.25}}))
+    api.run(recipe(tmp_path, tiny_model_dir, "imp", pruning={
+        "method": "imp", "sparsity": 0.5, "params": {"prune_fraction": 0.25, "every": 0.25}}))
     evaluated = api.evaluate(str(tmp_path / "imp"), recipe(tmp_path, tiny_model_dir, "eval_imp"))
     sparsity = evaluated.metrics["sparsity"]
     assert sparsity["measured_from"] == "weights"

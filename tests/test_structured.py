@@ -91,13 +91,14 @@ def test_masked_forward_zeroes_whole_heads(tiny_dirs):
 
 def test_mask_training_learns_group_gates(tiny_dirs):
     model = load(tiny_dirs["bert"])
-    cfg = PruningConfig(method="mask_train", granularity="head+neuron", sparsity=0.5, init="soft",
-                        mask_lr=0.5, rerank_every=1, schedule={"kind": "cubic", "end": 1.0})
+    cfg = PruningConfig(method="mask_train", granularity="head+neuron", sparsity=0.5,
+                        params={"init": "soft", "mask_lr": 0.5, "rerank_every": 1},
+                        schedule={"kind": "cubic", "end": 1.0})
     method = build_method(cfg)
     method.prepare(model, 4)
     before = {k: v.clone() for k, v in method.masks().items()}
     assert all(m.all() for m in before.values())  # the cubic schedule starts dense
-    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.mask_lr)
+    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.params.mask_lr)
     for step in range(1, 5):
         model(**batch(step), labels=torch.tensor([0, 1, 2])).loss.backward()
         assert all(g.scores.grad is not None and g.scores.grad.shape == g.scores.shape
@@ -113,11 +114,11 @@ def test_mask_training_learns_group_gates(tiny_dirs):
 
 def _train_l0(model, granularity: str, steps: int, scope: str = "local", **l0):
     """An l0 gate search on ``model`` (the trainer's protocol, an SGD step per batch)."""
-    cfg = PruningConfig(method="l0", granularity=granularity, sparsity=0.5, scope=scope, mask_lr=0.5,
-                        l0={"lambda_": 1.0, **l0})
+    cfg = PruningConfig(method="l0", granularity=granularity, sparsity=0.5, scope=scope,
+                        params={"mask_lr": 0.5, "lambda_": 1.0, **l0})
     method = build_method(cfg)
     method.prepare(model, steps)
-    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.mask_lr)
+    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.params.mask_lr)
     model.train()
     for step in range(1, steps + 1):
         (model(**batch(step), labels=torch.tensor([0, 1, 2])).loss + method.penalty()).backward()
@@ -211,9 +212,10 @@ def test_a_method_without_group_support_refuses_a_structured_granularity():
 
 def test_fixed_follows_a_structured_mask_file_and_keeps_its_gates(tiny_dirs, tmp_path):
     model = load(tiny_dirs["bert"])
-    masks = _structured_mask_file(model, tmp_path / "masks.safetensors")
+    masks_path = tmp_path / "masks.safetensors"
+    masks = _structured_mask_file(model, masks_path)
     reference = logits(load(tiny_dirs["bert"]).eval())
-    method = build_method(PruningConfig(method="fixed", mask_file=str(tmp_path / "masks.safetensors")))
+    method = build_method(PruningConfig(method="fixed", params={"mask_file": str(masks_path)}))
     method.prepare(model, 1)
     assert method.granularity == "head+neuron"
     kept = method.masks()
@@ -223,12 +225,12 @@ def test_fixed_follows_a_structured_mask_file_and_keeps_its_gates(tiny_dirs, tmp
     query = model.bert.encoder.layer[0].attention.self.query.weight
     assert bool((query == 0).all())  # layer 0 lost every head
 
-    path = str(tmp_path / "masks.safetensors")
-    build_method(PruningConfig(method="fixed", granularity="head+neuron", mask_file=path)).prepare(
+    given = {"mask_file": str(masks_path)}
+    build_method(PruningConfig(method="fixed", granularity="head+neuron", params=given)).prepare(
         load(tiny_dirs["bert"]), 1)  # a matching granularity may be given
     with pytest.raises(SrnetError, match=r"^pruning\.granularity 'head' contradicts the given mask "
                                          r"\(granularity 'head\+neuron' gates\); leave it out"):
-        build_method(PruningConfig(method="fixed", granularity="head", mask_file=path)).prepare(
+        build_method(PruningConfig(method="fixed", granularity="head", params=given)).prepare(
             load(tiny_dirs["bert"]), 1)
     weights = pruned(load(tiny_dirs["bert"]), "unstructured").masks()
     with pytest.raises(SrnetError, match=r"'neuron' contradicts the given mask \(per-weight masks\)"):
@@ -260,10 +262,11 @@ def _structured_mask_file(model, path, empty_layer: int | None = 0):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_dirs, tmp_path, family):
     model = load(tiny_dirs[family])
-    masks = _structured_mask_file(model, tmp_path / "masks.safetensors")
-    loaded, _ = load_masks(tmp_path / "masks.safetensors", model)  # group gates check against the model
+    masks_path = tmp_path / "masks.safetensors"
+    masks = _structured_mask_file(model, masks_path)
+    loaded, _ = load_masks(masks_path, model)  # group gates check against the model
     assert {k: tuple(v.shape) for k, v in loaded.items()} == {k: tuple(v.shape) for k, v in masks.items()}
-    method = build_method(PruningConfig(method="fixed", mask_file=str(tmp_path / "masks.safetensors")))
+    method = build_method(PruningConfig(method="fixed", params={"mask_file": str(masks_path)}))
     method.prepare(model, 1)
     masked = logits(model)
     out = api.export_masked(str(tiny_dirs[family]), tmp_path / "masks.safetensors", tmp_path / "out",

@@ -60,7 +60,7 @@ def text_recipe(model: Path, corpus: Path, out: Path, **changes) -> dict:
         "training": {"max_steps": 4, "batch_size": 4, "eval_every": 2, "eval_batch_size": 8},
         "objective": {"name": "mlm+distill"},
         "pruning": {"method": "mask_train", "sparsity": 0.5, "roles": [*ENCODER, "embeddings"],
-                    "mask_lr": 0.01},
+                    "params": {"mask_lr": 0.01}},
     }
     return {**recipe, **changes}
 
@@ -108,7 +108,7 @@ def test_imp_on_mlm(tiny_model_dir, tmp_path):
     corpus = write_corpus(tmp_path / "c.txt", 60)
     recipe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs", name="imp", objective={"name": "mlm"},
                          pruning={"method": "imp", "sparsity": 0.5,
-                                  "imp": {"prune_fraction": 0.25, "every": 0.25, "rewind": True}})
+                                  "params": {"prune_fraction": 0.25, "every": 0.25, "rewind": True}})
     metrics = api.run(recipe).metrics
     assert metrics["method"] == "imp" and metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=1e-3)
     assert metrics["mlm_head"] == "new, trained with the mask"
@@ -120,7 +120,7 @@ def test_mlm_head_probe_then_one_shot_mask_scored_with_that_head(tiny_model_dir,
     corpus, dev = write_corpus(tmp_path / "c.txt", 80), write_corpus(tmp_path / "dev.txt", 20)
     data = {"train": {"path": str(corpus)}, "dev": {"path": str(dev)}}
     probe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs", name="head", objective={"name": "mlm"},
-                        data=data, pruning={"method": "dense", "freeze_weights": True},
+                        data=data, pruning={"method": "dense", "params": {"freeze_weights": True}},
                         training={"max_steps": 16, "batch_size": 4, "eval_every": 16, "lr": 5e-2})
     fitted = api.run(probe)
     untrained = api.run({**probe, "name": "untrained", "data": {"dev": data["dev"]}})
@@ -140,11 +140,13 @@ def test_mlm_head_probe_then_one_shot_mask_scored_with_that_head(tiny_model_dir,
 def test_freeze_weights_applies_to_one_shot_methods_only():
     from srnet.pruning.config import PruningConfig
 
-    assert PruningConfig(method="omp", freeze_weights=True).freeze_weights
-    with pytest.raises(ValueError, match="freeze_weights does not apply to method 'imp'"):
-        PruningConfig(method="imp", freeze_weights=True)
-    with pytest.raises(ValueError, match=r"contradicts l0\.train_weights"):
-        PruningConfig(method="l0", freeze_weights=True, l0={"train_weights": True})
+    frozen = {"freeze_weights": True}
+    for method in ("dense", "omp", "random"):
+        assert PruningConfig(method=method, params=frozen).params.freeze_weights
+    with pytest.raises(ValueError, match="not a parameter of method 'imp'"):  # it trains what it prunes
+        PruningConfig(method="imp", params=frozen)
+    with pytest.raises(ValueError, match="not a parameter of method 'l0'"):  # always frozen, or trained
+        PruningConfig(method="l0", params={**frozen, "train_weights": True})
 
 
 def test_gradient_head_importance_on_mlm(tiny_model_dir, tmp_path):

@@ -21,7 +21,7 @@ from srnet.tasks import (
 
 def test_registry_lists_every_task_and_rejects_unknown_names():
     assert task_names() == ["factver", "nli", "paraphrase", "sentiment", "synthetic_nli", "text"]
-    with pytest.raises(SrnetError, match=r"unknown task 'qa'; known tasks: \['factver', 'nli', "):
+    with pytest.raises(SrnetError, match=r"unknown task 'qa'; known: \['factver', 'nli', "):
         get_task("qa")
 
 

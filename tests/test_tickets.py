@@ -9,19 +9,18 @@ from safetensors.torch import load_file
 
 from srnet import api
 from srnet.cli import main
-from srnet.pruning import PruningConfig
-from srnet.pruning.config import L0Config
+from srnet.pruning import L0Params, PruningConfig
 from srnet.sparsity.mask_io import load_masks
 from srnet.sparsity.tickets import draw_ticket, load_scores, random_like
 
 
 def test_l0_lambda_is_zero_then_ramps_linearly():
-    cfg = L0Config(lambda_=2.0, lambda_start=0.1, lambda_warmup=0.3)  # Robust Tickets' code
+    cfg = L0Params(lambda_=2.0, lambda_start=0.1, lambda_warmup=0.3)  # Robust Tickets' code
     steps = [0, 9, 10, 25, 39, 40, 99]
     assert [cfg.lambda_at(s, 100) for s in steps] == pytest.approx([0, 0, 0, 1.0, 29 / 15, 2.0, 2.0])
-    assert L0Config(lambda_=3.0, lambda_start=0.2).lambda_at(20, 100) == 3.0  # no ramp: a step
+    assert L0Params(lambda_=3.0, lambda_start=0.2).lambda_at(20, 100) == 3.0  # no ramp: a step
     with pytest.raises(ValidationError, match="exceeds 1"):
-        PruningConfig(method="l0", l0={"lambda_start": 0.8, "lambda_warmup": 0.3})
+        PruningConfig(method="l0", params={"lambda_start": 0.8, "lambda_warmup": 0.3})
 
 
 def test_ticket_draw_is_exact_and_global():
@@ -59,8 +58,8 @@ def test_l0_run_ticket_draw_and_fixed_retraining_from_pretrained(tmp_path, tiny_
             "training": {"max_steps": 4, "batch_size": 8, "eval_every": 2, "lr": 1e-3, "select_after": 0.0}}
     roles = ["query", "key", "value", "attn_out", "ffn_in", "ffn_out"]
     l0 = api.run(base | {"name": "l0", "pruning": {
-        "method": "l0", "sparsity": 0.2, "granularity": "global", "roles": roles, "mask_lr": 0.1,
-        "l0": {"lambda_": 1.0, "lambda_start": 0.25, "lambda_warmup": 0.5}}})
+        "method": "l0", "sparsity": 0.2, "scope": "global", "roles": roles,
+        "params": {"mask_lr": 0.1, "lambda_": 1.0, "lambda_start": 0.25, "lambda_warmup": 0.5}}})
     scores, meta = load_scores(l0.run_dir)
     assert meta.method == "l0" and set(scores) == set(load_masks(l0.run_dir)[0])
     assert all(float(s.min()) >= 0.0 and float(s.max()) <= 1.0 for s in scores.values())
@@ -77,7 +76,7 @@ def test_l0_run_ticket_draw_and_fixed_retraining_from_pretrained(tmp_path, tiny_
     capsys.readouterr()
 
     # retrain from the *pre-trained* weights with the ticket held fixed
-    fixed = {"method": "fixed", "mask_file": str(ticket_file)}
+    fixed = {"method": "fixed", "params": {"mask_file": str(ticket_file)}}
     retrained = api.run(base | {"name": "retrain", "pruning": fixed})
     kept, _ = load_masks(retrained.run_dir)
     assert all(torch.equal(kept[n], ticket[n]) for n in ticket)
@@ -103,8 +102,8 @@ def test_structured_l0_ticket_retrains_with_its_gates_and_shrinks(tmp_path, tiny
             "data": {"train": _synthetic("train", 32), "dev": _synthetic("dev", 16)},
             "training": {"max_steps": 4, "batch_size": 8, "eval_every": 2, "lr": 1e-3, "select_after": 0.0}}
     l0 = api.run(base | {"name": "l0", "pruning": {
-        "method": "l0", "sparsity": 0.2, "granularity": "head+neuron", "mask_lr": 0.1,
-        "l0": {"lambda_": 1.0, "lambda_start": 0.25, "lambda_warmup": 0.5}}})
+        "method": "l0", "sparsity": 0.2, "granularity": "head+neuron",
+        "params": {"mask_lr": 0.1, "lambda_": 1.0, "lambda_start": 0.25, "lambda_warmup": 0.5}}})
     scores, meta = load_scores(l0.run_dir)
     assert meta.granularity == "head+neuron"
     sizes = {"heads": 2, "neurons": 64}
@@ -121,7 +120,7 @@ def test_structured_l0_ticket_retrains_with_its_gates_and_shrinks(tmp_path, tiny
     assert kept.min() >= dropped.max()
 
     # retrain with the ticket held fixed: no granularity given, it follows the file
-    fixed = {"method": "fixed", "mask_file": str(ticket_file)}
+    fixed = {"method": "fixed", "params": {"mask_file": str(ticket_file)}}
     retrained = api.run(base | {"name": "retrain", "pruning": fixed})
     gates, gates_meta = load_masks(retrained.run_dir)
     assert gates_meta.granularity == "head+neuron"

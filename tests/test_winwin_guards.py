@@ -118,24 +118,24 @@ def test_runs_in_two_precisions_in_one_process_and_records_it(tmp_path, tiny_mod
 
 def test_a_mask_that_did_not_move_is_reported(tmp_path, tiny_model_dir, caplog):
     still = recipe(tmp_path, tiny_model_dir, "still", pruning={"method": "mask_train", "sparsity": 0.5,
-                                                               "mask_lr": 1e-9})
+                                                               "params": {"mask_lr": 1e-9}})
     with caplog.at_level(logging.WARNING, logger="srnet"):
         result = api.run(still)
     movement = result.metrics["mask_movement"]
     assert movement["flipped"] == 0.0 and movement["jaccard"] == 1.0 and movement["moved"] is False
     assert set(movement["per_matrix"]) == set(result.metrics["sparsity"]["per_matrix"])
     warning = ("still: the mask did not move from its OMP start (0.0000% of entries flipped); "
-               "raise pruning.mask_lr or the budget")
+               "raise pruning.params.mask_lr or the budget")
     assert warning in caplog.text
-    early = ("pruning.mask_lr 1e-09 over 6 steps moves a score by at most ~0.0000, and hard-init kept "
-             "and pruned scores are 0.02 apart: the mask cannot leave its OMP start")
+    early = ("pruning.params.mask_lr 1e-09 over 6 steps moves a score by at most ~0.0000, and hard-init "
+             "kept and pruned scores are 0.02 apart: the mask cannot leave its OMP start")
     assert early in caplog.text  # said before any step was spent
     assert log_events(result.run_dir, "mask_movement")[0]["warning"] == warning
 
 
 def test_a_mask_that_moved_records_how_far(tmp_path, tiny_model_dir, caplog):
     moving = recipe(tmp_path, tiny_model_dir, "moving", pruning={"method": "mask_train", "sparsity": 0.5,
-                                                                 "mask_lr": 0.5})
+                                                                 "params": {"mask_lr": 0.5}})
     with caplog.at_level(logging.WARNING, logger="srnet"):
         movement = api.run(moving).metrics["mask_movement"]
     assert movement["moved"] and 0.001 <= movement["flipped"] <= 1 and movement["jaccard"] < 1

@@ -249,8 +249,9 @@ def prune_(
 
     The verb mirrors ``torchao.quantize_``: the masks stay attached as parametrizations, so the
     model computes with them; ``srnet.export.bake_masks`` turns them into plain weights.
-    ``importance: gradient`` scores heads/neurons on ``batches`` (dicts of model inputs and
-    ``labels``; the first ``importance_batches`` are used) with the registered ``loss``.
+    A method that calibrates (omp with ``params: {importance: gradient}``) scores heads/neurons on
+    ``batches`` (dicts of model inputs and ``labels``; omp uses the first ``importance_batches``)
+    with the registered ``loss``.
     """
     from accelerate.utils import send_to_device
 
@@ -265,7 +266,7 @@ def prune_(
     if not isinstance(method, OneShotMethod):
         raise SrnetError(f"method '{cfg.method}' learns its mask; use srnet.run with a training split")
     if method.calibrates and batches is None:
-        raise SrnetError(f"importance '{cfg.importance}' scores on training batches: pass batches=")
+        raise SrnetError(f"method '{cfg.method}' scores on training batches here: pass batches=")
     method.prepare(model, 1)
     if method.calibrates:
         device = next(model.parameters()).device

@@ -83,14 +83,20 @@ def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate
     """OMP of ``base`` at each sparsity: head+neuron masks shrunk, and unstructured masks baked
     into dense weights (which dense kernels run at full cost) and, the same weights, multiplied as
     torch sparse-CSR matrices (PyTorch's sparse kernels; no ONNX export)."""
-    from srnet.api import prune_
     from srnet.export import bake_masks, shrink_model
+    from srnet.pruning import build_method
+    from srnet.pruning.config import PruningConfig
 
     out = []
     for sparsity in sparsities:
         for granularity in ("head+neuron", "unstructured"):
             model = copy.deepcopy(base.model)
-            masks = prune_(model, {"method": "omp", "granularity": granularity, "sparsity": sparsity})
+            # one-shot OMP as srnet.prune_ does it (srnet.api imports the sweep, whose bench
+            # stage imports this module: no import of srnet.api here)
+            method = build_method(PruningConfig(method="omp", granularity=granularity, sparsity=sparsity), 0)
+            method.prepare(model, 1)
+            method.freeze()
+            masks = method.masks()
             if granularity == "unstructured":
                 baked = bake_masks(model, masks).eval()
                 out.append(Candidate(f"omp {sparsity:.0%} unstructured", baked))

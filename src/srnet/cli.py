@@ -37,8 +37,44 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _attack_names() -> str:
+    from srnet.evaluation.attacks import available_attacks
+
+    return ", ".join(available_attacks())
+
+
+def _task_names() -> str:
+    from srnet.tasks.registry import TASKS
+
+    return TASKS.listing()
+
+
+REGISTRY_NAMES = {"{attacks}": _attack_names, "{tasks}": _task_names}
+"""Placeholders of help texts -> the registry names they stand for (filled in when help is shown)."""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Fills the names of a registry into a help text (``{attacks}``, ``{tasks}``) only when that
+    help is shown, so building the parser imports no plug-in module (the attacks import torch)."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        text = super()._expand_help(action)
+        for placeholder, names in REGISTRY_NAMES.items():
+            if placeholder in text:
+                text = text.replace(placeholder, names())
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser (and its sub-command parsers) with :class:`_HelpFormatter`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="srnet",
         description="Find sparse and robust subnetworks inside pre-trained transformer encoders.",
         epilog="Recipes, the metrics.json schema and examples: see README.md.",
@@ -84,10 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl)")
     p.set_defaults(func=cmd_predict)
 
-    p = sub.add_parser("attack", help="attack a run's or model's predictions (charswap, wordswap)")
+    p = sub.add_parser("attack", help="attack a run's or model's predictions with a registered attack")
     p.add_argument("model", help="srnet run directory, or a model with --recipe and --out")
     p.add_argument("--recipe", help="recipe naming the task and data (default: the run's config.yaml)")
-    p.add_argument("--attack", required=True, help="attack name: charswap, wordswap")
+    p.add_argument("--attack", required=True, help="attack name: {attacks}")
     p.add_argument("--n", type=int, help="examples to attack, drawn with --seed (default: the whole split)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", default="dev", help="dev, or the name of an eval/challenge split")
@@ -201,7 +237,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _data_flags(p: argparse.ArgumentParser, train: bool = True) -> None:
-    p.add_argument("--task", help="task name (nli, paraphrase, factver, sentiment, synthetic_nli)")
+    p.add_argument("--task", help="task name: {tasks}")
     if train:
         p.add_argument("--model", help="'default', a hub id or a local path")
         p.add_argument("--train", help="training data file")

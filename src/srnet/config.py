@@ -17,9 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
+from srnet.losses import LOSSES
 from srnet.pruning.config import DENSE, PruningConfig
+from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec
 from srnet.training.config import TrainingConfig
+from srnet.training.objectives import OBJECTIVES, build_objective, text_objectives
 
 
 class _Strict(BaseModel):
@@ -58,7 +61,7 @@ class DataConfig(_Strict):
 
 
 class LossConfig(_Strict):
-    name: str = Field("ce", description="loss registry name: ce, poe, reweight, conf_reg, rmc")
+    name: str = Field("ce", description=f"loss registry name: {LOSSES.listing()}")
     params: dict[str, Any] = Field(default_factory=dict, description="loss parameters")
     bias_predictions: str | None = Field(
         None, description="bias-prediction file of the training split (default <bias_dir>/train.jsonl)"
@@ -69,11 +72,17 @@ class LossConfig(_Strict):
     difficulty: str | None = Field(None, description="RMC difficulty file for the training split")
 
 
+def _objectives_by_use() -> dict[str, list[str]]:
+    """The registered objectives for labelled tasks, and those of task text (pre-training)."""
+    text = text_objectives()
+    return {"labelled tasks": [n for n in OBJECTIVES.names() if n not in text], "task text": text}
+
+
 class ObjectiveConfig(_Strict):
     name: str = Field(
         "standard",
-        description="training objective registry name: standard, freelb (labelled tasks); mlm, "
-        "distill, mlm+distill (task text)",
+        description="training objective registry name: "
+        + "; ".join(f"{', '.join(names)} ({use})" for use, names in _objectives_by_use().items()),
     )
     params: dict[str, Any] = Field(
         default_factory=dict, description="objective parameters, e.g. freelb {steps: 3, step_size: 0.03}"
@@ -81,8 +90,6 @@ class ObjectiveConfig(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ObjectiveConfig:
-        from srnet.training.objectives import build_objective
-
         try:
             build_objective(self.name, self.params)
         except SrnetError as exc:
@@ -108,7 +115,7 @@ class EvaluationConfig(_Strict):
 
 class Recipe(_Strict):
     name: str = Field("run", description="run name; the run directory is <output_dir>/<name>")
-    task: str = Field("nli", description="task registry name")
+    task: str = Field("nli", description=f"task registry name: {TASKS.listing()}")
     seed: int = Field(42, description="seed of model init, data order and masks")
     output_dir: str = Field("runs", description="folder that holds run directories")
     model: ModelConfig = Field(default_factory=ModelConfig)
@@ -152,6 +159,7 @@ class Recipe(_Strict):
     def semantic_dict(self) -> dict[str, Any]:
         """The resolved recipe without the keys that cannot change a result (:data:`NON_SEMANTIC`)."""
         data = self.model_dump(mode="json")
+        data["pruning"] = self.pruning.semantic_dict()  # the layout before per-method params
         splits = data["data"]
         for spec in [splits.get("train"), splits.get("dev"), splits.get("ood_train"),
                      *splits.get("eval", []), *splits.get("challenge", [])]:

@@ -1,23 +1,28 @@
 """One registry helper for every kind of plug-in (pruning methods, losses, objectives, stage
-kinds, attacks): registration by name with a duplicate check, lookup with a one-line error that
-lists the known names, help text from each class's docstring, and validation of a class's
-``params_model`` with a one-line error naming the parameter.
+kinds, attacks, tasks, bias features): registration by name with a duplicate check, lookup with a
+one-line error that lists the known names, help text from each class's docstring, and validation
+of a class's ``params_model`` with a one-line error naming the parameter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from srnet.errors import SrnetError
 
-T = TypeVar("T", bound=type)
+T = TypeVar("T")
 
 
 class Registry(Mapping[str, T], Generic[T]):
-    """Plug-in classes of one ``kind`` (e.g. "loss"), by name; a read-only mapping."""
+    """Plug-ins of one ``kind`` (e.g. "loss"), by name; a read-only mapping.
+
+    Classes register with the :meth:`register` decorator; ready-made objects (a task, a bias
+    feature set) with :meth:`add`.
+    """
 
     def __init__(self, kind: str, attribute: str = "name") -> None:
         self.kind = kind
@@ -28,21 +33,44 @@ class Registry(Mapping[str, T], Generic[T]):
         """Class decorator: add the class under ``name`` (and set its ``attribute`` to ``name``)."""
 
         def add(cls: T) -> T:
-            if name in self._items:
-                raise ValueError(f"{self.kind} '{name}' is already registered")
+            self.add(name, cls)
             setattr(cls, self.attribute, name)
-            self._items[name] = cls
             return cls
 
         return add
+
+    def add(self, name: str, item: T) -> T:
+        """Add ``item`` under ``name`` as it is (nothing is set on it); ValueError for a duplicate."""
+        if name in self._items:
+            raise ValueError(f"{self.kind} '{name}' is already registered")
+        self._items[name] = item
+        return item
+
+    @contextmanager
+    def scoped(self) -> Iterator[Registry[T]]:
+        """Within the block, registrations (and removals) are temporary: on exit the registry
+        holds exactly what it held on entry (a test registers a toy plug-in this way)."""
+        saved = dict(self._items)
+        try:
+            yield self
+        finally:
+            self._items.clear()
+            self._items.update(saved)
 
     def names(self) -> list[str]:
         """The registered names, sorted."""
         return sorted(self._items)
 
-    def get(self, name: str) -> T:  # type: ignore[override]
-        """The class registered under ``name``; SrnetError naming the known ones otherwise."""
+    def listing(self, separator: str = ", ") -> str:
+        """The registered names, sorted, as one string (for help texts)."""
+        return separator.join(self.names())
+
+    def get(self, name: str, *default: Any) -> T:  # type: ignore[override]
+        """The plug-in registered under ``name``; SrnetError naming the known ones otherwise
+        (or, like ``dict.get``, ``default`` when one is given)."""
         if name not in self._items:
+            if default:
+                return default[0]
             raise SrnetError(f"unknown {self.kind} '{name}'; known: {self.names()}")
         return self._items[name]
 

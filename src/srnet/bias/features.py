@@ -33,6 +33,7 @@ from sklearn.preprocessing import StandardScaler
 
 from srnet.bias.word_vectors import WordVectors, cosine_matrix, load_word_vectors
 from srnet.errors import SrnetError
+from srnet.registry import Registry
 from srnet.tasks.base import Example
 
 _PUNCT = re.compile(r"[^\w\s]+")
@@ -71,7 +72,7 @@ class BiasFeature:
     help: str
 
 
-FEATURES: dict[str, BiasFeature] = {}
+FEATURES: Registry[BiasFeature] = Registry("bias feature")
 
 
 def register_feature(
@@ -80,7 +81,7 @@ def register_feature(
     """Decorator that registers an extractor under ``name``."""
 
     def add(extract: Extractor) -> Extractor:
-        FEATURES[name] = BiasFeature(name, extract, per_fold, help)
+        FEATURES.add(name, BiasFeature(name, extract, per_fold, help))
         return extract
 
     return add
@@ -88,10 +89,7 @@ def register_feature(
 
 def get_feature(name: str) -> BiasFeature:
     """The feature set called ``name``; SrnetError listing the known ones otherwise."""
-    try:
-        return FEATURES[name]
-    except KeyError:
-        raise SrnetError(f"unknown bias feature '{name}'; known: {sorted(FEATURES)}") from None
+    return FEATURES.get(name)
 
 
 def extract_features(

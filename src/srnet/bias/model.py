@@ -83,7 +83,7 @@ class BiasConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    feature: str = Field("overlap", description="Registered bias feature set (see srnet.bias.FEATURES).")
+    feature: str = Field("overlap", description=f"Registered bias feature set: {FEATURES.listing()}.")
     k_folds: int = Field(5, ge=2, description="Folds for the out-of-fold training predictions.")
     seed: int = Field(0, description="Seed of the stratified fold assignment.")
     C: float = Field(1.0, gt=0, description="Inverse L2 strength of the logistic regression.")
@@ -95,8 +95,10 @@ class BiasConfig(BaseModel):
     @field_validator("feature")
     @classmethod
     def _known_feature(cls, value: str) -> str:
-        if value not in FEATURES:
-            raise ValueError(f"unknown bias feature '{value}'; known: {sorted(FEATURES)}")
+        try:
+            FEATURES.get(value)
+        except SrnetError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     def fit(self, train_examples: Sequence[Example], labels: Sequence[str], model_name: str) -> BiasModel:

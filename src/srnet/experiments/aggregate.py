@@ -154,7 +154,7 @@ def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -
 
 def split_schemes(recipe: dict[str, Any], task_name: str | None) -> dict[str, LabelScheme]:
     """Split display name -> label scheme, for the evaluation splits a run's recipe names."""
-    task = TASKS.get(task_name or "")
+    task = TASKS.get(task_name or "", None)
     data = recipe.get("data") or {}
     specs = [data.get("dev"), *(data.get("eval") or []), *(data.get("challenge") or [])]
     out: dict[str, LabelScheme] = {}

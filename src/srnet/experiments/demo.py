@@ -30,7 +30,7 @@ from srnet.io import atomic_write_text
 SUMMARY = "summary.txt"
 
 SEEDS = (42, 1, 2, 3, 4, 5, 6, 7, 8, 9)
-MASK = {"method": "mask_train", "sparsity": 0.5, "init": "hard", "mask_lr": 3e-4}
+MASK = {"method": "mask_train", "sparsity": 0.5, "params": {"init": "hard", "mask_lr": 3e-4}}
 STAGES: dict[str, dict[str, Any]] = {
     "ft": {"kind": "train", "set": {"loss.name": "ce", "bias_dir": "@bias_model", "tags.paradigm": "dense"}},
     "bias_model": {"kind": "bias_fit"},

@@ -103,7 +103,8 @@ def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, mas
     entry = {"event": "mask_movement", "flipped": movement["flipped"], "jaccard": movement["jaccard"]}
     if not movement["moved"]:
         warning = (f"{recipe.name}: the mask did not move from {method.start_name} "
-                   f"({movement['flipped']:.4%} of entries flipped); raise pruning.mask_lr or the budget")
+                   f"({movement['flipped']:.4%} of entries flipped); raise pruning.params.mask_lr or "
+                   "the budget")
         entry["warning"] = warning
         logging.getLogger("srnet.run").warning(warning)
     with run.log.open("a", encoding="utf-8") as fh:

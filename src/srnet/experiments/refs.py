@@ -29,3 +29,28 @@ def resolve_refs(value: Any, outputs: dict[str, Path]) -> Any:
     if not match:
         return value
     return str(outputs[match.group(1)]) + (match.group(2) or "")
+
+
+def resolve_gathered_refs(value: Any, outputs: dict[str, list[Path]]) -> Any:
+    """``value`` with every '@name[/sub]' replaced by all of that stage's outputs (one per grid
+    point, for a stage that runs once per sweep): a list item expands into one item per output;
+    anywhere else a reference must stand for exactly one output (ValueError otherwise)."""
+    if isinstance(value, dict):
+        return {k: resolve_gathered_refs(v, outputs) for k, v in value.items()}
+    if isinstance(value, list):
+        out: list[Any] = []
+        for item in value:
+            match = STAGE_REF.match(item) if isinstance(item, str) else None
+            if match:
+                out += [str(path) + (match.group(2) or "") for path in outputs[match.group(1)]]
+            else:
+                out.append(resolve_gathered_refs(item, outputs))
+        return out
+    match = STAGE_REF.match(value) if isinstance(value, str) else None
+    if not match:
+        return value
+    paths = outputs[match.group(1)]
+    if len(paths) != 1:
+        raise ValueError(f"'{value}' stands for {len(paths)} outputs (one per grid point): use it as "
+                         "an item of a list")
+    return str(paths[0]) + (match.group(2) or "")

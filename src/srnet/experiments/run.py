@@ -75,9 +75,7 @@ def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool
     if dense_metrics is not None and not dense_metrics.is_file():
         raise SrnetError(f"dense_reference: {dense_metrics} not found")
     check_output_folder(run.root)
-    mask_file = recipe.pruning.mask_file
-    if mask_file and not Path(mask_file).exists():
-        raise SrnetError(f"pruning.mask_file: {mask_file} not found")
+    recipe.pruning.check_inputs()  # e.g. fixed: its mask file exists
     run.check_free(resume=resume, overwrite=overwrite)
     if overwrite:
         return

@@ -13,13 +13,21 @@ evaluate    the recipe without ``data.train``       the run directory
 bias_fit    ``srnet bias fit``                      the bias folder (``bias_dir``)
 predict     a run's predictions on one split        the predictions file (``loss.teacher``)
 difficulty  RMC difficulty from several runs        the difficulty file (``loss.difficulty``)
-ticket      the global top-(1-s) ticket of a        the mask file (``pruning.mask_file``)
+ticket      the global top-(1-s) ticket of a        the mask file (``pruning.params.mask_file``)
             learned-mask run's scores
-random_like a random mask with a mask's per-matrix  the mask file (``pruning.mask_file``)
+random_like a random mask with a mask's per-matrix  the mask file (``pruning.params.mask_file``)
             zeros (the random-ticket baseline)
 attack      ``srnet attack`` of several runs with   its folder (results go to each
             several attacks                         ``RUN/attack/<name>.json``)
+export      ``srnet export`` of a run: its masks    the export folder (``<folder>/model``; its
+            baked in, optionally shrunk, with ONNX  run is recorded in ``<folder>/export.json``)
+bench       ``srnet bench`` of several models (a    the result file (``<folder>/bench.json``)
+            *gathering* stage: once per sweep)
 =========== ======================================= ============================================
+
+A *gathering* stage (``gathers = True``: ``bench``) runs once for the whole sweep, after every
+grid point: a reference in its ``with:`` to a stage that runs at several grid points stands for
+all of their outputs (a list item expands into one item per output, in plan order).
 
 Adding a kind is one class and its ``@register_stage("kind")`` line.
 """
@@ -49,6 +57,8 @@ class Stage(ABC):
 
     kind: ClassVar[str]
     params_model: ClassVar[type[BaseModel]] = NoParams
+    gathers: ClassVar[bool] = False
+    """Run once per sweep over every grid point's outputs of the stages it refers to."""
 
     def output(self, folder: Path, params: BaseModel) -> Path:
         """What a reference to this stage resolves to (default: its folder)."""
@@ -242,3 +252,116 @@ class Attack(Stage):
                 report = attack_run(run, None, name, n=params.n, seed=params.seed, split=params.split,
                                     params=params.params.get(name))
                 atomic_write_text(done, f"{report.summary_path}\n")
+
+
+class ExportParams(NoParams):
+    run: str = Field(description="the run to export, e.g. '@recover'")
+    masks: str | None = Field(
+        None, description="mask file or run; default: the run's masks.safetensors, else the mask "
+        "file its recipe trained with (pruning.params.mask_file)")
+    shrink: bool = Field(False, description="remove pruned heads and neurons (head/neuron masks only)")
+    onnx: bool = Field(False, description="also write model.onnx (needs srnet[onnx])")
+
+
+@register_stage("export")
+class Export(Stage):
+    """``srnet export`` of a finished run: its masks baked in (``shrink``: pruned heads and neurons
+    removed; ``onnx``: with model.onnx) into ``<folder>/model``, its source in ``export.json``."""
+
+    params_model = ExportParams
+
+    def semantic(self, recipe: Recipe) -> dict:
+        return {}  # the exported run and the parameters decide the result
+
+    def output(self, folder: Path, params: ExportParams) -> Path:
+        return folder / "model"
+
+    def run(self, recipe: Recipe, params: ExportParams, folder: Path) -> None:
+        from srnet.export import EXPORT_INFO_FILENAME, export_model
+        from srnet.io import atomic_write_json
+        from srnet.models.loading import load_classifier, load_tokenizer
+        from srnet.sparsity.mask_io import load_masks
+
+        out = self.output(folder, params)
+        if (out / EXPORT_INFO_FILENAME).is_file():  # killed after the export was renamed into place
+            return
+        if params.onnx:
+            from srnet.export.onnx import require_onnx
+
+            require_onnx()  # before any model is loaded
+        masks = params.masks or run_masks(params.run)
+        atomic_write_json(folder / "export.json", {"run": params.run, "masks": str(masks),
+                                                   "shrink": params.shrink, "onnx": params.onnx})
+        trained = RunDir(Path(params.run)).model  # the run's model, masks not baked in
+        model = str(trained) if trained.is_dir() else params.run  # or a model path or hub id
+        net = load_classifier(model)
+        loaded, metadata = load_masks(masks, net)
+        export_model(net, loaded, load_tokenizer(model), out, metadata=metadata, overwrite=True,
+                     shrink=params.shrink, onnx=params.onnx)
+
+
+def run_masks(run: str | Path) -> Path:
+    """The masks of a finished run: its ``masks.safetensors``, else the mask file its recipe
+    trained with (a retrained ticket's); SrnetError when it has neither."""
+    import yaml
+
+    from srnet.pruning.config import recorded_param
+
+    folder = RunDir(Path(run))
+    own = folder.root / "masks.safetensors"
+    if own.is_file():
+        return own
+    recipe = yaml.safe_load(folder.config.read_text(encoding="utf-8")) if folder.config.is_file() else {}
+    mask_file = recorded_param((recipe or {}).get("pruning"), "mask_file")
+    if mask_file is None:
+        raise SrnetError(f"{run}: no masks.safetensors and no pruning mask file: nothing to export "
+                         "(a dense run needs no export: time or load the run itself)")
+    return Path(mask_file)
+
+
+class BenchParams(NoParams):
+    models: list[str] = Field(
+        min_length=1, description="models to time, the baseline first: run folders, exports or "
+        "'@stage' references (a stage of several grid points stands for all its outputs)")
+    batch_sizes: list[int] = Field([1, 32], min_length=1, description="batch sizes")
+    lengths: list[int] = Field([64, 128], min_length=1, description="sequence lengths (tokens)")
+    rounds: int = Field(10, ge=1, description="timed rounds (the median is reported)")
+    warmup: int = Field(2, ge=0, description="untimed rounds first")
+    threads: int | None = Field(None, ge=1, description="torch (and ONNX Runtime) threads; default torch's")
+    onnx: bool = Field(False, description="also time every model under ONNX Runtime (needs srnet[onnx])")
+
+
+@register_stage("bench")
+class Bench(Stage):
+    """``srnet bench`` of the given models, interleaved in one process (speedups relative to the
+    first), into ``<folder>/bench.json``; once per sweep, after every model it times."""
+
+    params_model = BenchParams
+    gathers = True
+
+    def semantic(self, recipe: Recipe) -> dict:
+        return {}  # the models and the parameters decide the result
+
+    def output(self, folder: Path, params: BenchParams) -> Path:
+        return folder / "bench.json"
+
+    def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
+        import torch
+
+        from srnet.bench import load_candidate, run_bench
+        from srnet.io import atomic_write_json
+
+        if params.onnx:
+            from srnet.export.onnx import require_onnx
+
+            require_onnx()  # before any model is loaded
+        threads = torch.get_num_threads()
+        try:
+            if params.threads:
+                torch.set_num_threads(params.threads)
+            candidates = [load_candidate(model) for model in params.models]
+            result = run_bench(candidates, params.batch_sizes, params.lengths, params.rounds,
+                               params.warmup, onnx=params.onnx)
+        finally:
+            torch.set_num_threads(threads)  # a sweep's worker process runs further stages
+        atomic_write_json(self.output(folder, params), result)

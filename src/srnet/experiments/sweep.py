@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srnet.config import Recipe, apply_overrides, parse_override, recipe_from_dict, set_dotted
 from srnet.errors import SrnetError
-from srnet.experiments.refs import resolve_refs, stage_refs
+from srnet.experiments.refs import resolve_gathered_refs, resolve_refs, stage_refs
 from srnet.experiments.stages import get_stage
 from srnet.io import atomic_write_text
 
@@ -35,7 +35,7 @@ class StageSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     kind: str = Field(description="stage kind: train, evaluate, bias_fit, predict, difficulty, ticket, "
-                      "random_like, attack")
+                      "random_like, attack, export, bench")
     set: dict[str, Any] = Field(default_factory=dict, description="dotted recipe keys over the base")
     with_: dict[str, Any] = Field(default_factory=dict, alias="with", description="the kind's parameters")
 
@@ -126,13 +126,18 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
     sweep = parse_sweep(data, source)
     out = Path(sweep.output_dir)
     order = _stage_order(sweep, source)
+    gathering = _gathering(sweep, order, source)
     jobs: dict[str, Job] = {}
+    points: list[tuple[dict[str, Any], dict[str, str]]] = []  # each grid point's base and stage keys
     for values in itertools.product(*sweep.grid.values()):
         point = dict(zip(sweep.grid, values, strict=True))
         base = copy.deepcopy(sweep.base)
         _apply(base, {k: v for k, v in point.items() if _grid_target(k, sweep)[0] is None}, source)
         keys: dict[str, str] = {}
+        points.append((base, keys))
         for name in order:
+            if name in gathering:
+                continue  # once for the whole sweep, below
             spec = sweep.stages[name]
             stage = get_stage(spec.kind)
             where = f"{source}: stage '{name}'"
@@ -158,7 +163,55 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
                 params=resolve_refs(params, outputs), deps=[keys[d] for d in deps],
                 grid=own_grid,
             )
+    for name in gathering:
+        job = _gather(name, sweep, points, jobs, out, source)
+        jobs.setdefault(job.key, job)
     return list(jobs.values())
+
+
+def _gathering(sweep: SweepFile, order: list[str], source: str) -> list[str]:
+    """The stages that run once for the whole sweep (``Stage.gathers``), in order; no stage may
+    use their output, and no grid key may target them."""
+    names = [n for n in order if get_stage(sweep.stages[n].kind).gathers]
+    for name, spec in sweep.stages.items():
+        used = stage_refs([sweep.base, spec.set, spec.with_, list(sweep.grid.values())]) & set(names)
+        if used:
+            raise SrnetError(f"{source}: stage '{name}' refers to '@{sorted(used)[0]}', which runs once for "
+                             "the whole sweep after the stages it gathers: nothing can use its output")
+    for key in sweep.grid:
+        if _grid_target(key, sweep)[0] in names:
+            raise SrnetError(f"{source}: grid key '{key}': stage '{_grid_target(key, sweep)[0]}' runs once "
+                             "for the whole sweep, so it has no grid values of its own")
+    return names
+
+
+def _gather(name: str, sweep: SweepFile, points: list[tuple[dict[str, Any], dict[str, str]]],
+            jobs: dict[str, Job], out: Path, source: str) -> Job:
+    """The one job of a gathering stage: each '@stage' in its ``with:`` stands for that stage's
+    outputs at every grid point (unique, in plan order); it runs after all of them."""
+    spec = sweep.stages[name]
+    stage = get_stage(spec.kind)
+    where = f"{source}: stage '{name}'"
+    if stage_refs(spec.set):
+        raise SrnetError(f"{where}: a {spec.kind} stage runs once for the whole sweep: refer to stages "
+                         "in its 'with', not in 'set'")
+    data = copy.deepcopy(points[0][0])  # a valid recipe: the first grid point's base
+    _apply(data, spec.set, where)
+    recipe = recipe_from_dict(data, where)
+    params = _params(stage, spec.with_, where)
+    deps = sorted(stage_refs(spec.with_))
+    keys = {d: list(dict.fromkeys(point[d] for _, point in points)) for d in deps}
+    blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": params, "deps": keys}
+    key = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
+    outputs = {d: [_output(jobs[k]) for k in ks] for d, ks in keys.items()}
+    try:
+        resolved = resolve_gathered_refs(params, outputs)
+    except ValueError as exc:
+        raise SrnetError(f"{where}: {exc}") from None
+    first = {d: _output(jobs[points[0][1][d]]) for d in stage_refs(data)}  # refs of the base
+    return Job(name=name, kind=spec.kind, key=key, folder=out / name / key,
+               recipe=resolve_refs(recipe.model_dump(mode="json"), first), params=resolved,
+               deps=[k for d in deps for k in keys[d]], grid={})
 
 
 def first_change(old: Any, new: Any, prefix: str = "") -> str | None:
@@ -179,9 +232,12 @@ def _grid_target(key: str, sweep: SweepFile) -> tuple[str | None, str]:
 
 
 def _known_key(model: type[BaseModel], parts: list[str]) -> bool:
-    """Whether a dotted key names a field of ``model`` (free-form dicts accept any sub-key)."""
+    """Whether a dotted key names a field of ``model`` (free-form dicts accept any sub-key; a
+    section with a ``known_key`` classmethod, e.g. pruning's method params, says itself)."""
     if not parts:
         return True
+    if hasattr(model, "known_key"):
+        return model.known_key(parts)
     info = model.model_fields.get(parts[0])
     if info is None:
         return False

@@ -34,7 +34,7 @@ from srnet.tasks import Task
 from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
 from srnet.training.loop import Trainer
-from srnet.training.objectives import build_objective
+from srnet.training.objectives import build_objective, text_objectives
 from srnet.training.objectives.pretraining import Pretraining, dev_losses
 from srnet.training.packing import TextBlocks, hold_out, pack_blocks
 
@@ -81,7 +81,8 @@ def prepare_text(recipe: Recipe) -> PreparedText:
     objective = build_objective(recipe.objective.name, recipe.objective.params)
     if not isinstance(objective, Pretraining):
         raise SrnetError(
-            f"the text task trains with objective mlm, distill or mlm+distill, not '{recipe.objective.name}'"
+            f"the text task trains with objective {' or '.join(text_objectives())}, "
+            f"not '{recipe.objective.name}'"
         )
     method = build_method(recipe.pruning, recipe.seed)
     if method.calibrates and not objective.uses_mlm:

@@ -1,6 +1,6 @@
 """Transfer one mask to several tasks: fine-tune the masked pre-trained backbone per task.
 
-Each task recipe runs as usual with ``pruning: {method: fixed, mask_file: MASK}``: the mask is
+Each task recipe runs as usual with ``pruning: {method: fixed, params: {mask_file: MASK}}``: the mask is
 checked against the recipe's backbone (fingerprint, keys, shapes), a fresh classifier is put on
 top, and the surviving weights are fine-tuned with the mask fixed.  ``transfer.json`` puts each
 task's ID and OOD scores next to the subnetwork's pre-training dev losses (MLM, KD) from the run
@@ -46,7 +46,7 @@ def transfer(
     tasks = {}
     for recipe in recipes:
         data = recipe.model_dump(mode="json")
-        data["pruning"] = {"method": "fixed", "mask_file": str(mask_file.resolve()),
+        data["pruning"] = {"method": "fixed", "params": {"mask_file": str(mask_file.resolve())},
                            "sparsity": min(meta.sparsity, 0.999999)}
         data["model"]["init_from"] = None
         data["output_dir"] = str(out)

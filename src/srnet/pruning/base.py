@@ -1,4 +1,8 @@
-"""The pruning-method interface, its two shared families, and the registry of methods.
+"""The pruning-method interface and its two shared families (with their shared params).
+
+A method is a :class:`PruningMethod` subclass with a ``params_model`` (its ``pruning.params``
+section: a :class:`~srnet.pruning.config.MethodParams`), registered by name with
+:func:`~srnet.pruning.registry.register_method` in its own module.
 
 Lifecycle (as in ``torch.ao.pruning``): ``prepare(model, total_steps)`` attaches mask
 parametrizations; the training loop then calls ``param_groups``, ``penalty`` and, after every
@@ -20,26 +24,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
 from srnet.models import MaskGroup, PrunableWeight, classify_weight, find_groups, find_prunable, group_kinds
-from srnet.pruning.config import PruningConfig
-from srnet.registry import Registry
+from srnet.pruning.config import MethodParams, PruningConfig
 from srnet.sparsity import FixedMask, GroupMask, Schedule, attach, original_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
 from srnet.sparsity.masks import FusedMaskForward
-
-METHODS: Registry[type[PruningMethod]] = Registry("pruning method")
-register_method = METHODS.register
-"""Class decorator that registers a :class:`PruningMethod` under a unique name."""
-available_methods = METHODS.names
-get_method = METHODS.get
-
-
-def build_method(cfg: PruningConfig, seed: int = 0) -> PruningMethod:
-    """Instantiate the method that ``cfg.method`` names."""
-    return get_method(cfg.method).from_config(cfg, seed)
 
 
 @dataclass(frozen=True)
@@ -57,11 +50,16 @@ class PruningMethod(ABC):
     """Decides the masks of ``targets`` (the prunable weights selected by the config)."""
 
     name: ClassVar[str] = ""
+    params_model: ClassVar[type[MethodParams]] = MethodParams
+    """The method's own settings: the ``pruning.params`` section of a recipe that names it."""
     groups_ok: ClassVar[bool] = True
     """Whether the method can gate heads/neurons (a structured ``granularity``)."""
+    params: MethodParams
+    """``cfg.params``: an instance of :attr:`params_model` (subclasses narrow the type)."""
 
     def __init__(self, cfg: PruningConfig, seed: int = 0) -> None:
         self.cfg = cfg
+        self.params = cfg.params
         self.seed = seed
         self.targets: list[Any] = []
         """:class:`PrunableWeight` s, or :class:`MaskGroup` s for a structured granularity."""
@@ -74,6 +72,18 @@ class PruningMethod(ABC):
     @classmethod
     def from_config(cls, cfg: PruningConfig, seed: int = 0) -> PruningMethod:
         return cls(cfg, seed)
+
+    @classmethod
+    def check_config(cls, cfg: PruningConfig) -> None:
+        """Checks of the method's params against the shared fields, when a config naming the
+        method is validated; ``ValueError`` with a one-line message."""
+        return None
+
+    @classmethod
+    def check_inputs(cls, cfg: PruningConfig) -> None:
+        """Fail (``SrnetError``) before a run loads anything when the method's input files are
+        missing."""
+        return None
 
     # -- lifecycle -------------------------------------------------------------------------
     def prepare(self, model: nn.Module, total_steps: int) -> None:
@@ -158,15 +168,22 @@ class PruningMethod(ABC):
                 attach(target.module, mask)
         self._masks = masks
 
+    @property
+    def mask_lr(self) -> float | None:
+        """The learning rate of trainable mask parameters (None: the method has none)."""
+        return None
+
     def param_groups(self, model: nn.Module, lr: float) -> list[dict[str, Any]]:
-        """Optimizer groups: mask parameters at ``cfg.mask_lr``, trainable weights at ``lr``."""
+        """Optimizer groups: mask parameters at :attr:`mask_lr`, trainable weights at ``lr``."""
         mask_params = [p for m in self._masks for p in m.parameters() if p.requires_grad]
         mask_ids = {id(p) for p in mask_params}
         weights = [p for p in model.parameters() if p.requires_grad and id(p) not in mask_ids]
         groups = []
         if mask_params:
+            if self.mask_lr is None:
+                raise RuntimeError(f"internal error: method '{self.name}' trains masks but has no mask_lr")
             groups.append(
-                {"params": mask_params, "lr": self.cfg.mask_lr, "weight_decay": 0.0, "name": "mask"}
+                {"params": mask_params, "lr": self.mask_lr, "weight_decay": 0.0, "name": "mask"}
             )
         if weights:
             groups.append({"params": weights, "lr": lr, "name": "weights"})
@@ -237,9 +254,23 @@ def freeze_backbone(model: nn.Module, *, keep_classifier: bool = True) -> None:
         p.requires_grad_(id(p) in trainable)
 
 
+class OneShotParams(MethodParams):
+    """Settings of every one-shot method (dense, omp, random, fixed)."""
+
+    freeze_weights: bool = Field(
+        False,
+        description="Freeze every backbone weight so only the task classifier (or, for the text "
+        "task, the MLM head) trains: a probe of the subnetwork.  (mask_train and l0 always freeze "
+        "them; imp cannot: it trains what it prunes.)",
+    )
+
+
 class OneShotMethod(PruningMethod):
     """Decides the mask once in ``prepare`` (or, when it ``calibrates``, in ``calibrate``: all
-    ones until then); the weights stay trainable unless ``cfg.freeze_weights``."""
+    ones until then); the weights stay trainable unless ``params.freeze_weights``."""
+
+    params_model = OneShotParams
+    params: OneShotParams
 
     @property
     def needs_data(self) -> bool:
@@ -253,7 +284,7 @@ class OneShotMethod(PruningMethod):
         self.attach_masks(
             [FixedMask(k, original_weight(t.module)) for t, k in zip(self.targets, keeps, strict=True)]
         )
-        if self.cfg.freeze_weights:
+        if self.params.freeze_weights:
             freeze_backbone(model)
 
     @abstractmethod
@@ -264,10 +295,25 @@ class OneShotMethod(PruningMethod):
         return self.cfg.sparsity
 
 
+class LearnedMaskParams(MethodParams):
+    """Settings of every method that learns mask parameters (mask_train, l0)."""
+
+    mask_lr: float = Field(
+        5e-5, gt=0.0, description="Learning rate of the mask parameters (Win-win: 5e-5)."
+    )
+    train_classifier: bool = Field(False, description="Also train the classifier weights.")
+
+
 class LearnedMaskMethod(PruningMethod):
     """Trains mask parameters on frozen weights; the target follows ``cfg.schedule``."""
 
+    params_model = LearnedMaskParams
+    params: LearnedMaskParams
     schedule: Schedule
+
+    @property
+    def mask_lr(self) -> float:
+        return self.params.mask_lr
 
     def setup(self, model: nn.Module) -> None:
         self.schedule = self.cfg.schedule.build(self.cfg.sparsity, self.total_steps)
@@ -293,10 +339,10 @@ class LearnedMaskMethod(PruningMethod):
         return False
 
     def freeze_weights(self, model: nn.Module) -> None:
-        """Freeze the weights unless trained; ``cfg.train_classifier`` keeps the head trainable."""
+        """Freeze the weights unless trained; ``params.train_classifier`` keeps the head trainable."""
         if self.trains_weights:
             return
-        freeze_backbone(model, keep_classifier=self.cfg.train_classifier)
+        freeze_backbone(model, keep_classifier=self.params.train_classifier)
 
     @abstractmethod
     def make_masks(self) -> list[FixedMask]:

@@ -1,18 +1,46 @@
 """Typed configuration of a pruning method (the ``pruning`` section of a recipe).
 
+The section holds what every method shares (method, sparsity, schedule, granularity, scope,
+roles, pattern) and ``params``: the chosen method's own settings, validated by the
+``params_model`` of the method class registered under that name (each method module declares
+it next to its code)::
+
+    pruning:
+      method: mask_train
+      sparsity: 0.5
+      params: {init: hard, mask_lr: 5.0e-5}
+
+The flat spelling of earlier recipes (``init: hard`` or ``imp: {...}`` next to ``method``) still
+loads: :data:`LEGACY_LAYOUT` names those keys, and a one-line note says where they go now.
+
 Validators raise ``ValueError`` with one-line messages that name the value, so the recipe
 loader can report them with the file and field.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from srnet.models import ALL_ROLES, DEFAULT_ROLES, GRANULARITIES
+from srnet.pruning.registry import METHODS, available_methods, method_help
 from srnet.sparsity.schedules import CubicSchedule, FixedSchedule, Schedule
+
+log = logging.getLogger("srnet.pruning")
 
 
 def _unit_interval(value: float, what: str) -> float:
@@ -52,67 +80,53 @@ class ScheduleConfig(BaseModel):
         return CubicSchedule(self.initial, final, start, end)
 
 
-class ImpConfig(BaseModel):
-    """Iterative magnitude pruning."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    prune_fraction: float = Field(
-        0.1, gt=0.0, le=1.0, description="Fraction of the original weights pruned per event."
-    )
-    every: float = Field(
-        0.1, gt=0.0, le=1.0, description="Steps between pruning events, as a fraction of t_max."
-    )
-    rewind: bool = Field(
-        False, description="Reset the surviving weights to their prepare-time values at each event."
-    )
-
-
-class L0Config(BaseModel):
-    """Hard-concrete L0 gates (Louizos et al. 2018; Robust Tickets), per weight or per head/neuron."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    lambda_: float = Field(
-        1.0, ge=0.0,
-        description="Weight of the normalised L0 penalty: the expected fraction of non-zero gates "
-        "(weights, or heads/neurons for a structured granularity).",
-    )
-    lambda_start: float = Field(
-        0.0, ge=0.0, le=1.0,
-        description="Fraction of steps with lambda = 0 before the ramp (Robust Tickets' code: 0.1).",
-    )
-    lambda_warmup: float = Field(
-        0.0, ge=0.0, le=1.0,
-        description="Fraction of steps over which lambda then ramps linearly from 0 (Robust Tickets: 0.3).",
-    )
-    temperature: float = Field(2 / 3, gt=0.0, description="Concrete temperature beta.")
-    gamma: float = Field(-0.1, lt=0.0, description="Lower stretch limit (< 0).")
-    zeta: float = Field(1.1, gt=1.0, description="Upper stretch limit (> 1).")
-    init_keep: float = Field(
-        0.9, gt=0.0, lt=1.0, description="Initial keep probability: log_alpha = logit(init_keep)."
-    )
-    train_weights: bool = Field(False, description="Also train the masked weights.")
-
-    @model_validator(mode="after")
-    def _check_lambda_schedule(self) -> L0Config:
-        if self.lambda_start + self.lambda_warmup > 1.0:
-            raise ValueError(
-                f"l0.lambda_start {self.lambda_start} + l0.lambda_warmup {self.lambda_warmup} exceeds 1"
-            )
-        return self
-
-    def lambda_at(self, step: int, total_steps: int) -> float:
-        """The penalty weight at ``step``: 0 for the first ``lambda_start`` of the steps, then a
-        linear ramp to ``lambda_`` over the next ``lambda_warmup`` (no ramp when it is 0)."""
-        start, ramp = self.lambda_start * total_steps, self.lambda_warmup * total_steps
-        if step < start:
-            return 0.0
-        return self.lambda_ * (min(1.0, (step - start) / ramp) if ramp > 0 else 1.0)
-
-
 DENSE = {"method": "dense", "sparsity": 0.0}
 """The ``pruning`` section of a dense run (what ``pruning: null`` means)."""
+
+
+class MethodParams(BaseModel):
+    """The base of every method's ``params_model``: strict (an unknown key is an error), and every
+    field carries its help text in ``description``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+LEGACY_LAYOUT: dict[str, Any] = {
+    "importance": "magnitude",
+    "importance_batches": 32,
+    "importance_normalize": True,
+    "init": "hard",
+    "phi": 0.01,
+    "alpha": 2.0,
+    "rerank_every": 10,
+    "train_classifier": False,
+    "freeze_weights": False,
+    "mask_lr": 5e-5,
+    "imp": {"prune_fraction": 0.1, "every": 0.1, "rewind": False},
+    "l0": {"lambda_": 1.0, "lambda_start": 0.0, "lambda_warmup": 0.0, "temperature": 2 / 3,
+           "gamma": -0.1, "zeta": 1.1, "init_keep": 0.9, "train_weights": False},
+    "mask_file": None,
+}
+"""The method settings a ``pruning`` section held as flat keys next to ``method`` before each
+method owned its ``params`` (issue 18), with their defaults then.  ``imp`` and ``l0`` were
+sub-sections holding their method's settings; every other key was one setting.  The old
+spelling is read through this table, and fingerprints are taken in this layout (see
+:meth:`PruningConfig.semantic_dict`), so recorded runs and sweep stages keep their keys."""
+
+LEGACY_REJECTED: dict[str, Any] = {"freeze_weights": True, "importance": "gradient"}
+"""Old flat settings that the flat config refused for a method without them (``freeze_weights``
+for imp and l0 training weights; gradient importance but for omp): in the old spelling they
+reach the method's params, which refuse them, instead of being dropped."""
+
+_NOTES: set[str] = set()
+_UNSET = object()
+
+
+def _note_once(message: str) -> None:
+    """Log a deprecation note once per process (reports read many recorded configs)."""
+    if message not in _NOTES:
+        _NOTES.add(message)
+        log.warning(message)
 
 
 class PruningConfig(BaseModel):
@@ -122,8 +136,9 @@ class PruningConfig(BaseModel):
 
     method: str = Field(
         "mask_train",
-        description="Registered method: dense (no masks, sparsity ignored), omp, random, imp, "
-        "mask_train, l0, fixed.",
+        description="A registered pruning method (dense masks nothing and ignores sparsity); its "
+        "own settings go under params.",
+        json_schema_extra=lambda schema: schema.update(description=f"Registered method: {method_help()}."),
     )
     sparsity: float = Field(0.5, description="Target fraction of zeros in the masked weights.")
     schedule: ScheduleConfig = Field(
@@ -143,21 +158,6 @@ class PruningConfig(BaseModel):
         description="'local': the same sparsity in each matrix (each layer's heads/neurons); "
         "'global': one threshold across them.",
     )
-    importance: Literal["magnitude", "gradient"] = Field(
-        "magnitude",
-        description="omp: how groups and weights are scored.  'magnitude': |W| (a group's RMS); "
-        "'gradient' (heads/neurons only): E|dL/dxi| of a gate xi = 1 on each head's or neuron's "
-        "output over the first importance_batches training batches (Michel et al. 2019).",
-    )
-    importance_batches: int = Field(
-        32, ge=1,
-        description="importance 'gradient': training batches averaged (fewer if the split has fewer).",
-    )
-    importance_normalize: bool = Field(
-        True,
-        description="importance 'gradient': divide each layer's head (neuron) importances by their "
-        "root mean square (Michel et al.'s per-layer L2 norm, scaled so heads and neurons compare).",
-    )
     roles: list[str] = Field(
         default_factory=lambda: list(DEFAULT_ROLES),
         description=f"Weight roles to mask, among {list(ALL_ROLES)}.",
@@ -165,32 +165,12 @@ class PruningConfig(BaseModel):
     pattern: str | None = Field(
         None, description="Optional regex on module names that further selects weights."
     )
-    init: Literal["hard", "soft", "random"] = Field(
-        "hard",
-        description="Score init for mask_train: 'hard' alpha*phi on the top magnitudes, "
-        "'soft' |W|, 'random' seeded uniform.",
-    )
-    phi: float = Field(0.01, gt=0.0, description="Hard init: the score threshold phi.")
-    alpha: float = Field(2.0, gt=0.0, description="Hard init: kept scores are alpha*phi.")
-    rerank_every: int = Field(
-        10, ge=1, description="mask_train: re-rank the threshold every N steps (and at freeze)."
-    )
-    train_classifier: bool = Field(False, description="mask_train/l0: also train the classifier weights.")
-    freeze_weights: bool = Field(
-        False,
-        description="One-shot methods (dense, omp, random, fixed): freeze every backbone weight so "
-        "only the task classifier (or, for the text task, the MLM head) trains: a probe of the "
-        "subnetwork.  mask_train and l0 always freeze them; imp cannot (it trains what it prunes).",
-    )
-    mask_lr: float = Field(
-        5e-5, gt=0.0, description="Learning rate of mask scores / log_alpha (Win-win: 5e-5)."
-    )
-    imp: ImpConfig = Field(default_factory=ImpConfig, description="Settings of method imp.")
-    l0: L0Config = Field(default_factory=L0Config, description="Settings of method l0.")
-    mask_file: str | None = Field(
-        None,
-        description="fixed: masks.safetensors keyed by module name, or head/neuron gates keyed by "
-        "group name (the granularity follows the file).",
+    params: SerializeAsAny[MethodParams] = Field(
+        default_factory=dict,  # type: ignore[arg-type]  (validated into the method's params model)
+        validate_default=True,
+        description="The method's own settings, validated by its params model "
+        "(srnet.pruning.get_method(name).params_model); an unknown key is an error naming the "
+        "method's parameters.",
     )
 
     @model_validator(mode="before")
@@ -206,23 +186,78 @@ class PruningConfig(BaseModel):
                 )
         return data
 
-    @model_validator(mode="after")
-    def _check_importance(self) -> PruningConfig:
-        if self.importance == "gradient" and self.method != "omp":
-            raise ValueError(f"importance 'gradient' is for method 'omp', not '{self.method}'")
-        if self.importance == "gradient" and self.granularity == "unstructured":
-            raise ValueError(
-                "importance 'gradient' scores heads and neurons: it needs granularity head, neuron "
-                "or head+neuron, not 'unstructured'"
-            )
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _old_flat_params(cls, data: object) -> object:
+        """The flat spelling (:data:`LEGACY_LAYOUT`): each setting of the method moves under
+        ``params`` (``imp:`` and ``l0:`` sub-sections: their keys); a setting the method does not
+        have is dropped, as the flat config ignored it (unless it refused it:
+        :data:`LEGACY_REJECTED`).  One deprecation note names what moved and what was ignored."""
+        if not isinstance(data, dict) or not any(key in data for key in LEGACY_LAYOUT):
+            return data
+        data = dict(data)
+        method = data.get("method", cls.model_fields["method"].default)
+        known = METHODS.get(method, None) if isinstance(method, str) else None
+        own = set(known.params_model.model_fields) if known is not None else None
+        given = data.get("params")
+        given = given.model_dump() if isinstance(given, BaseModel) else given
+        if given is not None and not isinstance(given, dict):
+            return data  # the params error is the one to report
+        params = dict(given or {})
+        moved, ignored = [], []
+        for key in [k for k in LEGACY_LAYOUT if k in data]:
+            value, default = data.pop(key), LEGACY_LAYOUT[key]
+            nested = isinstance(default, dict)
+            if nested and not isinstance(value, dict):
+                raise ValueError(f"{key} must be a mapping of {key} settings, got {value!r}")
+            for name, item in value.items() if nested else [(key, value)]:
+                spelled = f"{key}.{name}" if nested else key
+                old_setting = not nested or name in default  # else an unknown key: refused below
+                foreign = own is not None and name not in own
+                if foreign and old_setting and LEGACY_REJECTED.get(name, _UNSET) != item:
+                    if item != (default[name] if nested else default):
+                        ignored.append(f"{spelled}={item!r}")
+                    continue
+                if name in params and params[name] != item:
+                    raise ValueError(f"{spelled} (the old spelling of params.{name}) = {item!r} "
+                                     f"contradicts params.{name} = {params[name]!r}")
+                params[name] = item
+                moved.append(spelled)
+        data["params"] = params
+        old_keys = ", ".join(moved) or "flat method settings"
+        note = f"pruning: {old_keys}: the old spelling, now under pruning.params"
+        if ignored:
+            note += f"; method '{method}' has no {', '.join(ignored)} (ignored)"
+        _note_once(note)
+        return data
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _method_params(cls, value: Any, info: ValidationInfo) -> Any:
+        """``params`` validated by the method's own model; one line per unknown key."""
+        method = info.data.get("method")
+        if method is None:
+            return value  # the method's own error is the one to report
+        model: type[MethodParams] = METHODS.get(method).params_model
+        if isinstance(value, model):
+            return value
+        value = value.model_dump() if isinstance(value, BaseModel) else value
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            raise ValueError(f"params of method '{method}' must be a mapping, got {value!r}")
+        unknown = [key for key in value if key not in model.model_fields]
+        if unknown:
+            message = not_a_parameter(method, str(unknown[0]))
+            raise ValidationError.from_exception_data("params", [{
+                "type": PydanticCustomError("not_a_parameter", "{message}", {"message": message}),
+                "loc": (str(unknown[0]),), "input": {unknown[0]: value[unknown[0]]}}])
+        return model.model_validate(value)
 
     @model_validator(mode="after")
-    def _check_freeze(self) -> PruningConfig:
-        if self.freeze_weights and self.method == "imp":
-            raise ValueError("freeze_weights does not apply to method 'imp': it trains the weights it prunes")
-        if self.freeze_weights and self.method == "l0" and self.l0.train_weights:
-            raise ValueError("freeze_weights contradicts l0.train_weights: true")
+    def _check_method_config(self) -> PruningConfig:
+        """The method's own checks of its params against the shared fields."""
+        METHODS.get(self.method).check_config(self)
         return self
 
     @field_validator("sparsity")
@@ -251,8 +286,69 @@ class PruningConfig(BaseModel):
     @field_validator("method")
     @classmethod
     def _check_method(cls, value: str) -> str:
-        from srnet.pruning.base import available_methods
-
-        if value not in available_methods():
+        if value not in METHODS:
             raise ValueError(f"unknown method '{value}'; known: {available_methods()}")
         return value
+
+    @classmethod
+    def known_key(cls, parts: list[str]) -> bool:
+        """Whether dotted key ``parts`` (below ``pruning``) can be set, e.g. by a sweep's grid: a
+        shared field, ``params.<a parameter of some registered method>``, or an old flat key."""
+        head, rest = parts[0], parts[1:]
+        if head == "params":
+            return not rest or (len(rest) == 1 and any(
+                rest[0] in METHODS.get(name).params_model.model_fields for name in METHODS))
+        if head in LEGACY_LAYOUT:
+            nested = LEGACY_LAYOUT[head]
+            return not rest or (isinstance(nested, dict) and len(rest) == 1 and rest[0] in nested)
+        if head not in cls.model_fields or not rest:
+            return head in cls.model_fields
+        if head == "schedule":
+            return len(rest) == 1 and rest[0] in ScheduleConfig.model_fields
+        return head == "roles" and len(rest) == 1 and rest[0].isdigit()  # one role of the list
+
+    def check_inputs(self) -> None:
+        """Fail early, before any model loads, when the method's input files are missing."""
+        METHODS.get(self.method).check_inputs(self)
+
+    def semantic_dict(self) -> dict[str, Any]:
+        """The section as the fingerprint sees it: :data:`LEGACY_LAYOUT`'s flat layout, each old
+        key holding the method's value or, for a setting the method does not have, its old
+        default; parameters with no old key stay under ``params``.  So a recipe keeps the
+        fingerprint it had before per-method params, whichever spelling it is written in."""
+        data = self.model_dump(mode="json")
+        params = data.pop("params")
+        for key, default in LEGACY_LAYOUT.items():
+            if isinstance(default, dict):
+                data[key] = {name: params.pop(name, value) for name, value in default.items()}
+            else:
+                data[key] = params.pop(key, default)
+        if params:
+            data["params"] = params
+        return data
+
+
+def not_a_parameter(method: str, key: str) -> str:
+    """One line for a ``params`` key that method ``method`` does not have: which methods do, and
+    the method's own parameters."""
+    owners = [name for name in available_methods()
+              if name != method and key in METHODS.get(name).params_model.model_fields]
+    whose = f" (a parameter of {', '.join(owners)})" if owners else ""
+    own = ", ".join(METHODS.get(method).params_model.model_fields) or "none"
+    return f"not a parameter of method '{method}'{whose}; its parameters: {own}"
+
+
+def recorded_param(pruning: Mapping[str, Any] | None, key: str, default: Any = None) -> Any:
+    """Setting ``key`` of a *recorded* pruning section (a run's config.yaml as a dict), in either
+    spelling: ``params.<key>``, or the flat key (or its ``imp``/``l0`` sub-key) of older runs."""
+    pruning = pruning or {}
+    params = pruning.get("params") or {}
+    if key in params:
+        return params[key]
+    if key in pruning:
+        return pruning[key]
+    for section, defaults in LEGACY_LAYOUT.items():
+        if isinstance(defaults, dict) and key in defaults and key in (pruning.get(section) or {}):
+            return pruning[section][key]
+    return default
+

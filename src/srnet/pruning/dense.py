@@ -5,7 +5,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from srnet.models import PrunableWeight
-from srnet.pruning.base import OneShotMethod, register_method
+from srnet.pruning.base import OneShotMethod
+from srnet.pruning.registry import register_method
 
 
 @register_method("dense")

@@ -8,21 +8,37 @@ the same gates and its export can be shrunk; per-weight masks are attached per w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
 from srnet.models import ALL_ROLES, MaskGroup, PrunableWeight, find_prunable
-from srnet.pruning.base import OneShotMethod, register_method
+from srnet.pruning.base import OneShotMethod, OneShotParams
 from srnet.pruning.config import PruningConfig
+from srnet.pruning.registry import register_method
 from srnet.sparsity.mask_io import expand_masks, load_masks, mask_granularity, mask_shapes, model_groups
+
+
+class FixedParams(OneShotParams):
+    """Settings of method fixed."""
+
+    mask_file: str | None = Field(
+        None,
+        description="masks.safetensors keyed by module name, or head/neuron gates keyed by group "
+        "name (the granularity follows the file).",
+    )
 
 
 @register_method("fixed")
 class FixedMaskMethod(OneShotMethod):
     """Masks the weights (or heads/neurons) named by the keys of ``masks``; the weights stay
     trainable.  ``granularity`` follows the masks; a structured ``cfg.granularity`` must match."""
+
+    params_model = FixedParams
+    params: FixedParams
 
     def __init__(self, cfg: PruningConfig, seed: int = 0, masks: Mapping[str, Tensor] | None = None) -> None:
         super().__init__(cfg, seed)
@@ -31,9 +47,15 @@ class FixedMaskMethod(OneShotMethod):
 
     @classmethod
     def from_config(cls, cfg: PruningConfig, seed: int = 0) -> FixedMaskMethod:
-        if not cfg.mask_file:
-            raise SrnetError("pruning method 'fixed' needs pruning.mask_file")
+        if not cfg.params.mask_file:
+            raise SrnetError("pruning method 'fixed' needs pruning.params.mask_file")
         return cls(cfg, seed)
+
+    @classmethod
+    def check_inputs(cls, cfg: PruningConfig) -> None:
+        mask_file = cfg.params.mask_file
+        if mask_file and not Path(mask_file).exists():
+            raise SrnetError(f"pruning.params.mask_file: {mask_file} not found")
 
     @property
     def granularity(self) -> str:
@@ -44,9 +66,9 @@ class FixedMaskMethod(OneShotMethod):
         """Read the mask file against ``model`` and settle the granularity (once)."""
         if self._granularity is not None:
             return
-        if not self.given and self.cfg.mask_file:
+        if not self.given and self.params.mask_file:
             # keys, shapes and the base-model fingerprint are checked against this model
-            self.given, _ = load_masks(self.cfg.mask_file, model)
+            self.given, _ = load_masks(self.params.mask_file, model)
         if not self.given:
             raise SrnetError("pruning method 'fixed' was given no mask")
         found, wanted = mask_granularity(model, self.given), self.cfg.granularity

@@ -1,8 +1,8 @@
 """Iterative magnitude pruning (IMP), optionally rewinding to the prepare-time weights.
 
-Every ``imp.every * t_max`` steps, ``imp.prune_fraction`` of the original weight count is
-pruned (by magnitude of the current weights; pruned weights stay pruned) until the target.
-With ``imp.rewind`` every trainable parameter is reset to its prepare-time value at each
+Every ``every * t_max`` steps, ``prune_fraction`` of the original weight count is pruned (by
+magnitude of the current weights; pruned weights stay pruned) until the target.  With
+``rewind`` every trainable parameter is reset to its prepare-time value at each
 event (lottery-ticket rewinding), and ``on_step`` returns True so the loop resets the optimizer.
 """
 
@@ -11,22 +11,41 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from pydantic import Field
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
-from srnet.pruning.base import PruningMethod, register_method
+from srnet.pruning.base import PruningMethod
+from srnet.pruning.config import MethodParams
 from srnet.pruning.magnitude import magnitudes
+from srnet.pruning.registry import register_method
 from srnet.sparsity import FixedMask, StepSchedule, original_weight, rank
+
+
+class ImpParams(MethodParams):
+    """Settings of method imp (iterative magnitude pruning)."""
+
+    prune_fraction: float = Field(
+        0.1, gt=0.0, le=1.0, description="Fraction of the original weights pruned per event."
+    )
+    every: float = Field(
+        0.1, gt=0.0, le=1.0, description="Steps between pruning events, as a fraction of t_max."
+    )
+    rewind: bool = Field(
+        False, description="Reset the surviving weights to their prepare-time values at each event."
+    )
 
 
 @register_method("imp")
 class IterativeMagnitude(PruningMethod):
     """Weights are trained under a fixed mask that grows sparser at each pruning event."""
 
+    params_model = ImpParams
+    params: ImpParams
     schedule: StepSchedule
 
     def setup(self, model: nn.Module) -> None:
-        imp = self.cfg.imp
+        imp = self.params
         interval = max(1, round(imp.every * self.total_steps))
         self.schedule = StepSchedule(imp.prune_fraction, interval, self.cfg.sparsity)
         if self.schedule.last_event_step > self.total_steps:

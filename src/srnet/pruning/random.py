@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from srnet.pruning.base import OneShotMethod, register_method
+from srnet.pruning.base import OneShotMethod
+from srnet.pruning.registry import register_method
 from srnet.sparsity import rank
 
 

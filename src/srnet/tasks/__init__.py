@@ -1,6 +1,7 @@
-"""Tasks: data specs, readers, the task registry, the synthetic task and example loading."""
+"""Tasks: data specs, data formats, readers, the task registry, the synthetic task and example loading."""
 
 from srnet.tasks.base import Example, LabelSpace
+from srnet.tasks.formats import FORMATS, DataFormat, register_format
 from srnet.tasks.loading import (
     LoadedSplit,
     label_space,
@@ -14,7 +15,9 @@ from srnet.tasks.spec import DataSpec, HubSpec, LabelScheme, SyntheticSpec, Task
 from srnet.tasks.synthetic import generate_synthetic, word_overlap
 
 __all__ = [
+    "FORMATS",
     "TASKS",
+    "DataFormat",
     "DataSpec",
     "Example",
     "HubSpec",
@@ -28,6 +31,7 @@ __all__ = [
     "label_space",
     "load_examples",
     "load_split",
+    "register_format",
     "split_name",
     "stratified_subsample",
     "task_names",

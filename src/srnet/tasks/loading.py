@@ -2,7 +2,7 @@
 
 Labels are indexed in the task's labels, or in the challenge set's label names when
 ``spec.challenge`` is set.  Default columns come from the task, then the challenge set, then
-the named file format (:data:`~srnet.tasks.readers.FORMAT_COLUMNS`), then ``spec.columns``; each
+the named file format (:data:`~srnet.tasks.formats.FORMATS`), then ``spec.columns``; each
 default lists the column names to try in order.  ``text_a``, ``label`` and (for pair tasks)
 ``text_b`` are required, as is every column the recipe names; other defaults (``id``, meta
 such as HANS ``heuristic``) are read when present.  Ids come from the id column, else
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from srnet.errors import SrnetError
 from srnet.tasks.base import Example, LabelSpace
-from srnet.tasks.readers import FORMAT_COLUMNS, NO_GOLD, RawSplit, open_split, resolve_path
+from srnet.tasks.readers import NO_GOLD, RawSplit, open_split, resolve_path
 from srnet.tasks.registry import get_task
 from srnet.tasks.spec import ColumnMap, DataSpec, LabelScheme, Task
 from srnet.tasks.synthetic import generate_synthetic, synthetic_labels
@@ -133,7 +133,7 @@ def _synthetic(task: Task, scheme: LabelScheme, spec: DataSpec) -> list[Example]
 def _examples(
     task: Task, scheme: LabelScheme, spec: DataSpec, raw: RawSplit, name: str
 ) -> tuple[list[Example], int]:
-    columns = {**task.columns, **scheme.columns, **FORMAT_COLUMNS.get(spec.resolved_format, {})}
+    columns = {**task.columns, **scheme.columns, **spec.data_format.columns}
     columns.update({key: (column,) for key, column in spec.columns.items()})
     required = {"text_a", "label", *spec.columns} | ({"text_b"} if "text_b" in columns else set())
     lookup = _label_lookup(scheme, spec, raw.source)

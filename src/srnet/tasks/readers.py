@@ -1,9 +1,10 @@
 """Readers: turn a data file or hub dataset into raw rows (column -> string) with line numbers.
 
-Readers know file layouts, not tasks: :func:`open_split` picks the layout of a
-:class:`~srnet.tasks.spec.DataSpec` (JSON Lines, CSV, TSV or the hub) and
-:data:`FORMAT_COLUMNS` says where the named public formats keep their fields.  Turning rows
-into :class:`~srnet.tasks.base.Example` objects is :mod:`srnet.tasks.loading`'s job.
+Readers know file layouts, not tasks: :func:`open_split` reads a
+:class:`~srnet.tasks.spec.DataSpec` with the layout its format declares (JSON Lines, CSV, TSV,
+plain text or the hub; :mod:`srnet.tasks.formats`, which also says where the named public
+formats keep their fields).  Turning rows into :class:`~srnet.tasks.base.Example` objects is
+:mod:`srnet.tasks.loading`'s job.
 
 TSV files are read without quote processing (as GLUE, HANS and PAWS are written); CSV files
 use standard quoting.  Line numbers are 1-based and count the header line.
@@ -21,36 +22,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from srnet.errors import SrnetError
-from srnet.tasks.spec import ColumnMap, DataSpec, HubSpec
+from srnet.tasks.spec import DataSpec, HubSpec
 
 NO_GOLD = "-"
 """Label of SNLI/MNLI rows without annotator agreement: such rows are skipped and counted."""
 
-FORMAT_COLUMNS: dict[str, ColumnMap] = {
-    "glue_mnli": {
-        "text_a": ("sentence1",), "text_b": ("sentence2",), "label": ("gold_label",),
-        "id": ("pairID",), "genre": ("genre",),
-    },
-    "glue_qqp": {
-        "text_a": ("question1",), "text_b": ("question2",), "label": ("is_duplicate",), "id": ("id",),
-    },
-    "hans": {
-        "text_a": ("sentence1", "premise"), "text_b": ("sentence2", "hypothesis"),
-        "label": ("gold_label", "label"), "id": ("pairID",), "heuristic": ("heuristic",),
-        "subcase": ("subcase",), "template": ("template",),
-    },
-    "paws": {"text_a": ("sentence1",), "text_b": ("sentence2",), "label": ("label",), "id": ("id",)},
-    "fever": {
-        "text_a": ("claim",), "text_b": ("evidence", "sentence2"), "label": ("label", "gold_label"),
-        "id": ("id",),
-    },
-}
-"""Default columns of the named formats; they override the task's defaults."""
-
 TEXT_COLUMN = "text"
 """The one column of a plain-text file's rows."""
-_TSV_FORMATS = ("tsv", "glue_mnli", "glue_qqp", "paws")
-_JSONL_SUFFIXES = (".jsonl", ".json")
 
 
 class RawRow(NamedTuple):
@@ -79,20 +57,21 @@ def resolve_path(path: str, base_dir: str | Path | None = None) -> Path:
 
 def open_split(spec: DataSpec, base_dir: str | Path | None = None) -> RawSplit:
     """The raw rows of a file or hub split named by ``spec`` (not the synthetic generator)."""
-    fmt = spec.resolved_format
-    if fmt == "hub":
+    fmt = spec.data_format
+    if fmt.layout == "hub":
         assert spec.hub is not None  # guaranteed by DataSpec validation
         return read_hub(spec.hub)
-    if fmt == "synthetic":
+    if fmt.layout == "synthetic":
         raise SrnetError("synthetic splits are generated, not read; use srnet.tasks.load_examples")
     path = resolve_path(spec.path or "", base_dir)
     if not path.is_file():
         raise SrnetError(f"{path}: data file not found{_where_looked(spec.path or '', base_dir)}")
-    if fmt in ("jsonl", "fever") or (fmt == "hans" and path.suffix.lower() in _JSONL_SUFFIXES):
+    layout = fmt.layout_of(path)
+    if layout == "jsonl":
         return read_jsonl(path)
-    if fmt in ("txt", "txt_paragraphs"):
-        return read_text(path, paragraphs=fmt == "txt_paragraphs")
-    return read_delimited(path, "," if fmt == "csv" else "\t")
+    if layout in ("txt", "txt_paragraphs"):
+        return read_text(path, paragraphs=layout == "txt_paragraphs")
+    return read_delimited(path, "," if layout == "csv" else "\t")
 
 
 def _where_looked(given: str, base_dir: str | Path | None) -> str:

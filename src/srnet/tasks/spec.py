@@ -17,16 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from srnet.errors import SrnetError
 from srnet.tasks.base import LabelSpace
+from srnet.tasks.formats import FORMATS, HANS_FILE, ColumnMap, DataFormat, detect_format
 
-FileFormat = Literal[
-    "auto", "jsonl", "csv", "tsv", "txt", "txt_paragraphs", "glue_mnli", "glue_qqp", "hans", "paws",
-    "fever", "hub", "synthetic",
-]
-ColumnMap = Mapping[str, tuple[str, ...]]
-"""srnet field -> file columns to try in order (``text_a``, ``text_b``, ``label``, ``id`` or meta)."""
-
-_SUFFIX_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".txt": "txt"}
-_HANS_FILE = re.compile(r"heuristics_(?P<part>\w+?)_set\.txt")
 _GENERIC_STEM = re.compile(r"(train|dev|test|val|valid|validation|eval|data|v\d+\w*)", re.IGNORECASE)
 
 
@@ -55,6 +47,12 @@ class SyntheticSpec(BaseModel):
     )
     seed: int = Field(0, description="generator seed (train/dev/challenge draw different streams)")
 
+    @property
+    def challenge(self) -> str | None:
+        """The challenge set whose label scheme the split's labels follow: the challenge split is
+        two-way like HANS (``hans``); train and dev have the task's own labels (None)."""
+        return "hans" if self.split == "challenge" else None
+
 
 class DataSpec(BaseModel):
     """One data split of a recipe: where it comes from, how to read it, how to subsample it."""
@@ -64,10 +62,11 @@ class DataSpec(BaseModel):
     path: str | None = Field(
         None, description="data file; relative paths resolve against data.base_dir; $VARS expand"
     )
-    format: FileFormat = Field(
+    format: str = Field(
         "auto",
-        description="file layout; auto = by suffix (.jsonl/.json, .csv, .tsv, heuristics_*_set.txt, "
-        ".txt: one document per line; txt_paragraphs: documents separated by blank lines)",
+        description=f"file layout: auto or a registered format ({', '.join(FORMATS)}); auto = by file "
+        "name or suffix (.jsonl/.json, .csv, .tsv, heuristics_*_set.txt, .txt: one document per line; "
+        "txt_paragraphs: documents separated by blank lines)",
     )
     columns: dict[str, str] = Field(
         default_factory=dict,
@@ -92,6 +91,13 @@ class DataSpec(BaseModel):
         "'-' marks rows without a gold label",
     )
 
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value != "auto" and value not in FORMATS:
+            raise ValueError(f"unknown data format '{value}'; known: {['auto', *FORMATS]}")
+        return value
+
     @field_validator("label_map", mode="before")
     @classmethod
     def _label_map_keys(cls, value: object) -> object:
@@ -105,13 +111,11 @@ class DataSpec(BaseModel):
         sources = [k for k in ("path", "hub", "synthetic") if getattr(self, k) is not None]
         if len(sources) != 1:
             raise ValueError(f"give exactly one of path, hub or synthetic (got {sources or 'none'})")
-        fmt = self.resolved_format
-        needs = {"hub": "hub", "synthetic": "synthetic"}.get(fmt, "path")
-        if needs not in sources:
-            raise ValueError(f"format '{fmt}' needs '{needs}', got '{sources[0]}'")
-        synthetic_challenge = self.synthetic is not None and self.synthetic.split == "challenge"
-        if self.challenge is None and (fmt == "hans" or synthetic_challenge):
-            self.challenge = "hans"
+        fmt = self.data_format
+        if fmt.source not in sources:
+            raise ValueError(f"format '{fmt.name}' needs '{fmt.source}', got '{sources[0]}'")
+        if self.challenge is None:
+            self.challenge = self.synthetic.challenge if self.synthetic is not None else fmt.challenge
         return self
 
     @property
@@ -123,16 +127,12 @@ class DataSpec(BaseModel):
             return "hub"
         if self.synthetic is not None:
             return "synthetic"
-        path = PurePath(self.path or "")
-        if _HANS_FILE.fullmatch(path.name):
-            return "hans"
-        try:
-            return _SUFFIX_FORMATS[path.suffix.lower()]
-        except KeyError:
-            raise ValueError(
-                f"cannot tell the format of '{self.path}' from its suffix; set format "
-                f"(one of jsonl, csv, tsv, txt, txt_paragraphs, glue_mnli, glue_qqp, hans, paws, fever)"
-            ) from None
+        return detect_format(self.path or "")
+
+    @property
+    def data_format(self) -> DataFormat:
+        """The registered format of :attr:`resolved_format` (layout, columns, label scheme)."""
+        return FORMATS[self.resolved_format]
 
     @property
     def display_name(self) -> str:
@@ -145,7 +145,7 @@ class DataSpec(BaseModel):
             parts = [self.hub.name.rsplit("/", 1)[-1], self.hub.config, self.hub.split]
             return "_".join(p for p in parts if p)
         path = PurePath(self.path or "")
-        hans = _HANS_FILE.fullmatch(path.name)
+        hans = HANS_FILE.fullmatch(path.name)
         if hans:
             part = hans["part"]
             return "hans" if part == "evaluation" else f"hans_{part}"

@@ -21,18 +21,26 @@ from srnet.training.objectives.base import (
     with_penalty,
 )
 from srnet.training.objectives.freelb import FreeLB, FreeLBParams
+from srnet.training.objectives.pretraining import Pretraining
 from srnet.training.objectives.standard import Standard
+
+
+def text_objectives() -> list[str]:
+    """The registered objectives that train on raw text (task ``text``), sorted."""
+    return [name for name in OBJECTIVES.names() if issubclass(OBJECTIVES[name], Pretraining)]
 
 __all__ = [
     "OBJECTIVES",
     "FreeLB",
     "FreeLBParams",
     "Objective",
+    "Pretraining",
     "Standard",
     "available_objectives",
     "build_objective",
     "loss_backward",
     "register_objective",
+    "text_objectives",
     "train_step",
     "with_penalty",
 ]
