@@ -86,7 +86,8 @@ def test_robust_ticket_pipeline_on_a_tiny_model(tmp_path, tiny_model_dir, monkey
     assert after[:2] == stamps[:2] and after[2] != stamps[2]
 
     text = write_report([tmp_path / "out"], tmp_path / "report", figures=False).path.read_text()
-    table = text[text.index("### Attack `charswap`"):].split("### Runs")[0]
+    start = text.index("### Attack `charswap`")
+    table = text[start:text.index("\n#", start + 1)]  # up to the next heading
     assert "| robust_ticket" in table and "| random_ticket" in table and "| dense" in table
     assert "| l0" not in table  # the gate search was not attacked
 

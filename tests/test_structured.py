@@ -343,7 +343,7 @@ def test_bench_times_dense_shrunk_and_unstructured_models(tiny_dirs, tmp_path, c
 
 def test_csr_model_gives_the_unstructured_model_s_logits(tiny_dirs):
     from srnet.api import prune_
-    from srnet.bench import CsrLinear, to_csr
+    from srnet.experiments.bench import CsrLinear, to_csr
     from srnet.export import bake_masks
     from srnet.models import load_classifier
 

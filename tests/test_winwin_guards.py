@@ -27,7 +27,7 @@ def recipe(root, model, name, **extra) -> dict:
 @pytest.fixture
 def no_model_load(monkeypatch):
     """Fails the test if a run gets as far as loading its model."""
-    import srnet.experiments.run as run
+    import srnet.experiments.task_run as run
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded before the error")

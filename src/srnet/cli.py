@@ -401,7 +401,7 @@ def cmd_export(args) -> int:
 def cmd_bench(args) -> int:
     import torch
 
-    from srnet.bench import load_candidate, omp_variants, run_bench
+    from srnet.experiments.bench import load_candidate, omp_variants, run_bench
     from srnet.io import atomic_write_json
     from srnet.report import format_table
 

@@ -348,7 +348,7 @@ class Bench(Stage):
     def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
         import torch
 
-        from srnet.bench import load_candidate, run_bench
+        from srnet.experiments.bench import load_candidate, run_bench
         from srnet.io import atomic_write_json
 
         if params.onnx:
