@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="srnet",
         description="Find sparse and robust subnetworks inside pre-trained transformer encoders.",
-        epilog="Recipes, the metrics.json schema and examples: see README.md.",
+        epilog="Recipes: docs/recipes.md; the metrics.json schema: docs/run-directory.md; examples: README.md.",
     )
     sub = parser.add_subparsers(metavar="COMMAND")
 
