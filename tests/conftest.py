@@ -1,8 +1,12 @@
-"""Shared fixtures: tiny random models that load like real checkpoints, and the real-data folder."""
+"""Shared fixtures: tiny random models (in memory: :func:`tiny_classifier`, :func:`tiny_mlm`; on
+disk, loading like real checkpoints: :func:`save_tiny_model`, ``tiny_model_dirs``, ``tiny_model_dir``),
+a tiny synthetic-NLI recipe, and the real-data folder."""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,36 +50,101 @@ def tiny_recipe(root, model, name: str, **extra) -> dict:
     return merge(base, extra)
 
 
-def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3, **config) -> Path:
-    """Save a tiny random ``model_type`` classifier with the bundled tokenizer to ``path``
-    (``config``: further config fields)."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+BERT_SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+"""A tiny model: hidden 32, 2 layers of 2 heads, FFN 64 (BERT's spelling; :data:`TINY_SIZES` for
+the families that spell or size it otherwise)."""
+TINY_SIZES = {
+    "distilbert": dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64),
+    "electra": {**BERT_SIZES, "embedding_size": 16},
+}
+_LAYERS = {"distilbert": "n_layers"}
+_HEADS = {"distilbert": "n_heads"}
+_DROPOUTS = {"distilbert": ("dropout", "attention_dropout")}
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_vocab_size() -> int:
+    """The vocabulary size of the bundled tokenizer (the default of every tiny model)."""
+    from transformers import AutoTokenizer
 
     from srnet.models import default_model_path
 
-    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    sizes = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-    if model_type == "distilbert":
-        sizes = dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64)
-    if model_type == "electra":
-        sizes["embedding_size"] = 16
-    config = AutoConfig.for_model(
-        model_type, vocab_size=tokenizer.vocab_size, num_labels=num_labels,
-        max_position_embeddings=128, **sizes, **config,
-    )
-    import torch
+    return len(AutoTokenizer.from_pretrained(default_model_path()))
 
-    torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_config(config)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+
+def tiny_config(model_type: str = "bert", *, num_labels: int = 3, vocab_size: int | None = None,
+                layers: int = 2, heads: int = 2, dropout: float | None = None,
+                max_position_embeddings: int = 128, **overrides):
+    """The config of a tiny random ``model_type`` (hidden 32, FFN 64): ``layers`` layers of
+    ``heads`` heads, the bundled tokenizer's vocabulary unless ``vocab_size`` is given, the
+    family's default dropout unless ``dropout`` is given; ``overrides``: further config fields."""
+    from transformers import AutoConfig
+
+    sizes = dict(TINY_SIZES.get(model_type, BERT_SIZES))
+    sizes[_LAYERS.get(model_type, "num_hidden_layers")] = layers
+    sizes[_HEADS.get(model_type, "num_attention_heads")] = heads
+    if dropout is not None:
+        for key in _DROPOUTS.get(model_type, ("hidden_dropout_prob", "attention_probs_dropout_prob")):
+            sizes[key] = dropout
+    return AutoConfig.for_model(
+        model_type, vocab_size=vocab_size or bundled_vocab_size(), num_labels=num_labels,
+        max_position_embeddings=max_position_embeddings, **{**sizes, **overrides},
+    )
+
+
+def tiny_classifier(model_type: str = "bert", *, seed: int = 0, **config) -> torch.nn.Module:
+    """A tiny random sequence classifier, initialised with ``seed`` (``config``: :func:`tiny_config`'s
+    arguments); in training mode, like ``from_config``."""
+    from transformers import AutoModelForSequenceClassification
+
+    cfg = tiny_config(model_type, **config)
+    torch.manual_seed(seed)
+    return AutoModelForSequenceClassification.from_config(cfg)
+
+
+def tiny_mlm(model_type: str = "bert", *, seed: int = 0, **config) -> torch.nn.Module:
+    """A tiny random masked language model (an MLM head on the tiny backbone), initialised with
+    ``seed`` (``config``: :func:`tiny_config`'s arguments)."""
+    from transformers import AutoModelForMaskedLM
+
+    cfg = tiny_config(model_type, **config)
+    torch.manual_seed(seed)
+    return AutoModelForMaskedLM.from_config(cfg)
+
+
+def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3, **config) -> Path:
+    """Save a tiny random ``model_type`` classifier (:func:`tiny_classifier`, seed 0) with the
+    bundled tokenizer to ``path`` (``config``: further :func:`tiny_config` arguments)."""
+    from transformers import AutoTokenizer
+
+    from srnet.models import default_model_path
+
+    tiny_classifier(model_type, num_labels=num_labels, **config).save_pretrained(path)
+    AutoTokenizer.from_pretrained(default_model_path()).save_pretrained(path)
     return path
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
+def tiny_model_dirs(tmp_path_factory) -> Callable[..., Path]:
+    """Tiny random classifiers on disk, one per distinct set of :func:`save_tiny_model` arguments,
+    made once per session and shared: ``tiny_model_dirs("roberta", num_labels=2)``.  Tests read
+    them; a test that changes a model saves its own copy with :func:`save_tiny_model`."""
+    made: dict[tuple, Path] = {}
+
+    def get(model_type: str = "bert", num_labels: int = 3, **config) -> Path:
+        key = (model_type, num_labels, tuple(sorted(config.items())))
+        if key not in made:
+            folder = tmp_path_factory.mktemp(f"tiny_{model_type}_{num_labels}")
+            made[key] = save_tiny_model(folder, model_type, num_labels, **config)
+        return made[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tiny_model_dirs) -> Path:
     """A tiny random 3-way BERT classifier on disk (loads with ``from_pretrained``)."""
-    return save_tiny_model(tmp_path_factory.mktemp("tiny_bert"))
+    return tiny_model_dirs()
 
 
 @pytest.fixture(scope="session")

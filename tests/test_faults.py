@@ -319,7 +319,8 @@ def test_a_recipe_path_that_is_a_folder_says_so(tmp_path):
 
 
 VARYING = {"config.yaml": "output_dir", "log.jsonl": "s_per_step", "metrics.json": "time_s"}
-"""The files two same-seed runs may differ in, and the one key that differs (README: Reproducibility)."""
+"""The files two same-seed runs may differ in, and the one key that differs (docs/run-directory.md:
+same recipe, same seed, same bytes)."""
 
 
 def test_same_recipe_and_seed_write_the_same_bytes(tmp_path, tiny_model_dir):

@@ -6,10 +6,10 @@ import json
 
 import pytest
 import torch
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertForSequenceClassification
+from transformers import AutoTokenizer
 
-from conftest import save_tiny_model
 from conftest import synthetic_split as synthetic
+from conftest import tiny_classifier, tiny_mlm
 from srnet import api, load_model
 from srnet.errors import SrnetError
 from srnet.export import export_model
@@ -23,11 +23,11 @@ from srnet.training.objectives import Standard, loss_backward
 HEADS, WIDTH, NEURONS = 2, 16, 64
 
 
-def bert(seed: int = 0) -> BertForSequenceClassification:
-    torch.manual_seed(seed)
-    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=HEADS,
-                        intermediate_size=NEURONS, max_position_embeddings=64, num_labels=3)
-    return BertForSequenceClassification(config).eval()
+def bert(seed: int = 0) -> torch.nn.Module:
+    """The shared tiny BERT classifier (``HEADS`` heads, ``NEURONS`` FFN neurons) on a 100-word
+    vocabulary, in eval mode."""
+    return tiny_classifier(seed=seed, vocab_size=100, heads=HEADS, intermediate_size=NEURONS,
+                           max_position_embeddings=64).eval()
 
 
 def batches(n: int = 3, seed: int = 0) -> list[dict[str, torch.Tensor]]:
@@ -128,9 +128,7 @@ def test_pretraining_objectives_score_with_seeded_masking_and_leave_the_rng_alon
     from srnet.training.objectives.pretraining import HiddenStateDistillation, MaskedLanguageModel
 
     tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    torch.manual_seed(0)
-    model = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                                       num_attention_heads=2, intermediate_size=64))
+    model = tiny_mlm(vocab_size=len(tokenizer))
     ids = torch.randint(1000, 2000, (4, 16), generator=torch.Generator().manual_seed(1))
     data = [{"input_ids": ids, "attention_mask": torch.ones_like(ids)}] * 2
     groups = find_groups(model, ("head", "neuron"))
@@ -218,8 +216,9 @@ def logits(model, batch) -> torch.Tensor:
         return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
 
 
-def test_prune_api_with_gradient_importance_exports_a_shrunk_model_with_the_same_logits(tmp_path):
-    path = save_tiny_model(tmp_path / "tiny")
+def test_prune_api_with_gradient_importance_exports_a_shrunk_model_with_the_same_logits(tmp_path,
+                                                                                       tiny_model_dir):
+    path = tiny_model_dir
     model = load_model_plain(path)
     cfg = {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5,
            "params": {"importance": "gradient", "importance_batches": 2}}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 from torch import nn
-from transformers import BertConfig, BertForSequenceClassification
 
+from conftest import tiny_classifier
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import compare_masks, sparsity_table
 from srnet.models import PrunableWeight, find_prunable
@@ -55,11 +55,7 @@ def test_sparsity_table_pools_by_numel_with_prunable():
 
 
 def test_sparsity_table_covers_a_real_model():
-    config = BertConfig(
-        vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, num_labels=3,
-    )
-    prunable = find_prunable(BertForSequenceClassification(config))
+    prunable = find_prunable(tiny_classifier(vocab_size=50))
     masks = {w.name: torch.zeros(w.module.weight.shape, dtype=torch.bool) for w in prunable}
     table = sparsity_table(masks, prunable)
     assert table.overall == 1.0

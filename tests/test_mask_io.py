@@ -10,8 +10,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 from torch.nn.utils import parametrize
-from transformers import AutoModelForSequenceClassification, BertConfig, BertForSequenceClassification
+from transformers import AutoModelForSequenceClassification
 
+from conftest import tiny_classifier
 from srnet.errors import SrnetError
 from srnet.models import find_prunable, load_classifier
 from srnet.sparsity.mask_io import (
@@ -23,14 +24,8 @@ from srnet.sparsity.mask_io import (
 )
 
 Q0 = "bert.encoder.layer.0.attention.self.query"
-
-
-def _bert(num_labels: int = 3, heads: int = 2) -> BertForSequenceClassification:
-    config = BertConfig(
-        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=heads,
-        intermediate_size=64, max_position_embeddings=64, num_labels=num_labels,
-    )
-    return BertForSequenceClassification(config)
+VOCAB = 100
+"""The vocabulary of this file's in-memory tiny models (small: the tests use their encoders)."""
 
 
 def _random_masks(model, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -98,7 +93,7 @@ def test_save_rejects_non_binary_and_empty_masks(tmp_path):
 
 
 def test_load_checks_keys_shapes_and_fingerprint(tmp_path):
-    model = _bert()
+    model = tiny_classifier(vocab_size=VOCAB)
     masks = _random_masks(model)
     path = tmp_path / "m.safetensors"
     save_masks(path, masks, _meta(model, masks))
@@ -115,7 +110,7 @@ def test_load_checks_keys_shapes_and_fingerprint(tmp_path):
     with pytest.raises(SrnetError, match=r"mask '.*query' has shape \(32, 16\) .* \(32, 32\)"):
         load_masks(tmp_path / "s.safetensors", model)
 
-    other = _bert(heads=4)  # same shapes, different model
+    other = tiny_classifier(vocab_size=VOCAB, heads=4)  # same shapes, different model
     with pytest.raises(SrnetError, match=r"masks were made for 'tiny' .* but this is a bert model"):
         load_masks(path, other)
 
@@ -128,7 +123,8 @@ def test_fingerprint_ignores_load_settings_but_not_architecture(tiny_model_dir, 
     assert model_fingerprint(first, encoder) == model_fingerprint(moved, encoder)
     assert len(model_fingerprint(first, encoder)) == 16
     assert model_fingerprint(first, encoder) != model_fingerprint(first, encoder[:1])
-    assert model_fingerprint(_bert(), encoder) != model_fingerprint(_bert(heads=4), encoder)
+    two_heads, four_heads = tiny_classifier(vocab_size=VOCAB), tiny_classifier(vocab_size=VOCAB, heads=4)
+    assert model_fingerprint(two_heads, encoder) != model_fingerprint(four_heads, encoder)
 
 
 def test_load_reports_bad_files(tmp_path):
@@ -156,7 +152,7 @@ class _MustNotRun(torch.nn.Module):
 
 
 def test_checks_do_not_evaluate_parametrizations(tmp_path):
-    model = _bert()
+    model = tiny_classifier(vocab_size=VOCAB)
     masks = _random_masks(model)
     meta = _meta(model, masks)
     save_masks(tmp_path, masks, meta)

@@ -9,7 +9,8 @@ Each cell runs a whole recipe (``srnet.api.run``) on a tiny random BERT and the 
 task, then checks: the target sparsity is reached exactly in every matrix; the mask file
 round-trips bit for bit; the exported checkpoint reloads with plain ``transformers`` (no
 missing or re-initialised weights) and gives the logits the masked model gave during the
-run; frozen-weight methods leave the weights untouched.
+run; frozen-weight methods leave the weights untouched.  The matrix's other axes, attacks x tasks
+and run kinds x tasks, are in tests/test_matrix_tasks.py.
 """
 
 from __future__ import annotations

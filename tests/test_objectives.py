@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModelForSequenceClassification
 
+from conftest import tiny_classifier
 from srnet.config import recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.losses import build_loss
@@ -20,14 +20,8 @@ from srnet.training.objectives import (
 )
 
 VOCAB = 50
-
-
-def tiny_model() -> torch.nn.Module:
-    config = AutoConfig.for_model("bert", vocab_size=VOCAB, num_labels=3, max_position_embeddings=40,
-                                  hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=64)
-    torch.manual_seed(0)
-    return AutoModelForSequenceClassification.from_config(config).eval()  # eval: no dropout
+SMALL = dict(vocab_size=VOCAB, max_position_embeddings=40)
+"""This file's tiny classifiers: a 50-word vocabulary, 40 positions (used in eval mode: no dropout)."""
 
 
 def padded_batch() -> dict[str, torch.Tensor]:
@@ -66,7 +60,7 @@ def test_registry_names_and_bad_input():
 def test_standard_step_is_the_models_own_loss():
     """train_step with `standard` + `ce` gives the gradients of HF's built-in classification loss."""
     batch = padded_batch()
-    a, b = tiny_model(), tiny_model()
+    a, b = tiny_classifier(**SMALL).eval(), tiny_classifier(**SMALL).eval()
     a(**batch).loss.backward()
     expected = grads(a)
     seen = {}
@@ -79,7 +73,7 @@ def test_standard_step_is_the_models_own_loss():
 
 
 def test_freelb_never_perturbs_padding_and_keeps_token_types():
-    model = tiny_model()
+    model = tiny_classifier(**SMALL).eval()
     batch = padded_batch()
     embeds_seen, kwargs_seen = [], []
 
@@ -108,12 +102,12 @@ def test_freelb_accumulates_the_k_ascent_gradients():
     k, eta = 3, 0.4
     batch = padded_batch()
     keep = batch["attention_mask"].unsqueeze(-1).float()
-    model = tiny_model()
+    model = tiny_classifier(**SMALL).eval()
     FreeLB(FreeLBParams(steps=k, init_magnitude=0.0, step_size=eta)).step(
         model, batch, build_loss("ce"), progress=0.0, penalty=lambda: None, backward=torch.Tensor.backward)
     got = grads(model)
 
-    ref = tiny_model()
+    ref = tiny_classifier(**SMALL).eval()
     inputs = {"attention_mask": batch["attention_mask"], "token_type_ids": batch["token_type_ids"]}
     delta = torch.zeros(4, 10, 32)
     total = {}
@@ -130,14 +124,14 @@ def test_freelb_accumulates_the_k_ascent_gradients():
     assert got.keys() == total.keys()
     for name in total:
         torch.testing.assert_close(got[name], total[name], atol=1e-6, rtol=1e-5)
-    single = tiny_model()
+    single = tiny_classifier(**SMALL).eval()
     single(**batch).loss.backward()
     word = "bert.embeddings.word_embeddings.weight"
     assert not torch.allclose(got[word], single.get_parameter(word).grad, atol=1e-6)  # the ascent mattered
 
 
 def test_freelb_norm_bound_and_penalty_added_once():
-    model = tiny_model()
+    model = tiny_classifier(**SMALL).eval()
     batch = padded_batch()
     norms = []
 

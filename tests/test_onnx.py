@@ -16,7 +16,6 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification
 
-from conftest import save_tiny_model
 from srnet import api
 from srnet.cli import main
 from srnet.export import EXPORT_INFO_FILENAME
@@ -29,11 +28,11 @@ FAMILIES = ["bert", "roberta", "distilbert"]
 
 
 @pytest.fixture(scope="module")
-def tiny_dirs(tmp_path_factory) -> dict[str, object]:
-    dirs = {f: save_tiny_model(tmp_path_factory.mktemp(f), f) for f in FAMILIES}
-    # like real RoBERTa checkpoints: one token type, so no token_type_ids input
-    dirs["roberta-1type"] = save_tiny_model(tmp_path_factory.mktemp("roberta1"), "roberta", type_vocab_size=1)
-    return dirs
+def tiny_dirs(tiny_model_dirs) -> dict[str, object]:
+    """The shared tiny models of each family, and a RoBERTa with one token type (like real RoBERTa
+    checkpoints: no token_type_ids input)."""
+    dirs = {f: tiny_model_dirs(f) for f in FAMILIES}
+    return dirs | {"roberta-1type": tiny_model_dirs("roberta", type_vocab_size=1)}
 
 
 def load(path) -> torch.nn.Module:

@@ -7,8 +7,9 @@ import copy
 
 import pytest
 import torch
-from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+from transformers import AutoTokenizer
 
+from conftest import tiny_mlm
 from srnet.errors import SrnetError
 from srnet.models import default_model_path, find_prunable, load_masked_lm
 from srnet.pruning import PruningConfig, build_method
@@ -25,19 +26,13 @@ from srnet.training.objectives.pretraining import (
 )
 
 ENCODER = ["query", "key", "value", "attn_out", "ffn_in", "ffn_out"]
+MLM = dict(layers=3, dropout=0.0, max_position_embeddings=64)
+"""This file's tiny MLM: three layers (the distill tests name layer 3), no dropout."""
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
     return AutoTokenizer.from_pretrained(default_model_path())
-
-
-def tiny_mlm(tokenizer, dropout: float = 0.0) -> BertForMaskedLM:
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=dropout,
-                        attention_probs_dropout_prob=dropout)
-    return BertForMaskedLM(config)
 
 
 def blocks(tokenizer, n: int = 4, length: int = 16) -> dict[str, torch.Tensor]:
@@ -80,13 +75,13 @@ def test_mlm_needs_a_mask_token_and_sane_fractions(tokenizer):
     no_mask.mask_token = None
     objective = build_objective("mlm")
     with pytest.raises(SrnetError, match="objective 'mlm' needs a tokenizer with a mask token"):
-        objective.setup(tiny_mlm(tokenizer), no_mask)
+        objective.setup(tiny_mlm(**MLM), no_mask)
     with pytest.raises(SrnetError, match=r"random_fraction.*mask_fraction \+ random_fraction = 1.05 > 1"):
         build_objective("mlm", {"mask_fraction": 0.95})
 
 
 def test_mlm_step_trains_a_fresh_head_and_the_scores_only(tokenizer):
-    model = tiny_mlm(tokenizer)
+    model = tiny_mlm(**MLM)
     method = prepared(model)
     objective = build_objective("mlm")
     assert objective.trains_head(fresh=True) and objective.params.train_head is True
@@ -107,7 +102,7 @@ def test_mlm_step_trains_a_fresh_head_and_the_scores_only(tokenizer):
 
 
 def test_distill_is_zero_for_an_unmasked_student_and_positive_for_a_masked_one(tokenizer):
-    model = tiny_mlm(tokenizer)
+    model = tiny_mlm(**MLM)
     objective = build_objective("distill")
     objective.setup(model, tokenizer)
     assert objective.losses(model, blocks(tokenizer))["kd"].item() == pytest.approx(0.0, abs=1e-6)
@@ -119,7 +114,7 @@ def test_distill_is_zero_for_an_unmasked_student_and_positive_for_a_masked_one(t
 
 
 def test_teacher_takes_no_gradient_and_holds_no_weight_copy(tokenizer):
-    model = tiny_mlm(tokenizer, dropout=0.1)
+    model = tiny_mlm(**(MLM | {"dropout": 0.1}))
     reference = copy.deepcopy(model).eval()
     prepared(model, method="omp")  # fixed masks, weights trainable
     model.train()
@@ -144,11 +139,11 @@ def test_teacher_takes_no_gradient_and_holds_no_weight_copy(tokenizer):
 def test_distill_layer_out_of_range(tokenizer):
     objective = build_objective("distill", {"layers": [1, 4]})
     with pytest.raises(SrnetError, match=r"layers \[4\] out of range; the model has layers 1..3"):
-        objective.setup(tiny_mlm(tokenizer), tokenizer)
+        objective.setup(tiny_mlm(**MLM), tokenizer)
 
 
 def test_embedding_masks_train_with_mlm_plus_distill(tokenizer):
-    model = tiny_mlm(tokenizer)
+    model = tiny_mlm(**MLM)
     method = prepared(model, roles=[*ENCODER, "embeddings"])
     embedding = model.bert.embeddings.word_embeddings
     assert "bert.embeddings.word_embeddings" in method.masks()

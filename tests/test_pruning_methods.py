@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import copy
 import re
+from functools import partial
 
 import pytest
 import torch
 from pydantic import ValidationError
 from safetensors.torch import save_file
-from transformers import AutoConfig, AutoModelForSequenceClassification
 
+from conftest import tiny_classifier
 from srnet.errors import SrnetError
 from srnet.losses import build_loss
-from srnet.models import find_prunable
+from srnet.models import SUPPORTED_FAMILIES, find_prunable
 from srnet.pruning import (
     FixedMaskMethod,
     MethodParams,
+    OneShotMethod,
     PruningConfig,
     PruningMethod,
     available_methods,
@@ -30,10 +32,14 @@ from srnet.training.objectives import build_objective, train_step
 VOCAB = 50
 STEPS = 6
 METHODS = [m for m in available_methods() if m != "dense"]  # the ones that mask, from the registry
+TRAINED = [m for m in METHODS if not issubclass(get_method(m), OneShotMethod)]
+"""The methods whose mask comes out of training steps (not decided once)."""
 PARAMS = {"imp": {"prune_fraction": 0.25, "every": 0.3},
           "mask_train": {"mask_lr": 0.05}, "l0": {"mask_lr": 0.05}}
 """Method params for these short runs (a method not named here runs on its defaults)."""
 STANDARD, CE = build_objective("standard"), build_loss("ce")
+tiny_model = partial(tiny_classifier, vocab_size=VOCAB, max_position_embeddings=40)
+"""The shared tiny classifier on a 50-word vocabulary: ``tiny_model("roberta")``."""
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -43,17 +49,6 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
-
-
-def tiny_model(model_type: str = "bert") -> torch.nn.Module:
-    sizes = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-    if model_type == "distilbert":
-        sizes = dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64)
-    config = AutoConfig.for_model(
-        model_type, vocab_size=VOCAB, num_labels=3, max_position_embeddings=40, **sizes
-    )
-    torch.manual_seed(0)
-    return AutoModelForSequenceClassification.from_config(config)
 
 
 def make_batch(seed: int = 0) -> dict[str, torch.Tensor]:
@@ -101,6 +96,13 @@ def run(name: str, seed: int = 0, model_type: str = "bert", **overrides):
     method.freeze()
     model.eval()
     return model, method
+
+
+def fuses(name: str) -> bool:
+    """Whether the method's training forward is fused (one straight-through op for all matrices)."""
+    method = make_method(name)
+    method.prepare(tiny_model(), STEPS)
+    return method.fused is not None
 
 
 def masked_copy(model, masks: dict[str, torch.Tensor], model_type: str = "bert"):
@@ -405,18 +407,18 @@ def test_prepare_twice_and_bad_total_steps():
         method.prepare(model, STEPS)
 
 
-@pytest.mark.parametrize("name", ["mask_train", "imp", "l0"])
+@pytest.mark.parametrize("name", TRAINED)
 def test_resume_from_state_dicts(name):
-    rewind = {"params": {"rewind": True}}
+    rewind = {"params": {"rewind": True}} if "rewind" in get_method(name).params_model.model_fields else {}
     model = tiny_model()
-    method = make_method(name, **(rewind if name == "imp" else {}))
+    method = make_method(name, **rewind)
     method.prepare(model, STEPS)
     train(model, method, steps=4)
     model_state = copy.deepcopy(model.state_dict())
     method_state = copy.deepcopy(method.state_dict())
 
     resumed_model = tiny_model()
-    resumed = make_method(name, **(rewind if name == "imp" else {}))
+    resumed = make_method(name, **rewind)
     resumed.prepare(resumed_model, STEPS)
     resumed_model.load_state_dict(model_state)
     resumed.load_state_dict(method_state)
@@ -446,8 +448,8 @@ def train_from(model, method: PruningMethod, step: int) -> None:
     method.freeze()
 
 
-@pytest.mark.parametrize("model_type", ["roberta", "distilbert", "electra"])
-@pytest.mark.parametrize("name", ["mask_train", "imp"])
+@pytest.mark.parametrize("model_type", [f for f in SUPPORTED_FAMILIES if f != "bert"])
+@pytest.mark.parametrize("name", TRAINED)
 def test_other_families(model_type, name):
     model, method = run(name, model_type=model_type, sparsity=0.4)
     masks = method.masks()
@@ -458,7 +460,7 @@ def test_other_families(model_type, name):
     assert torch.equal(model(**batch).logits, plain(**batch).logits)
 
 
-@pytest.mark.parametrize("name", ["mask_train", "imp", "omp"])
+@pytest.mark.parametrize("name", [m for m in METHODS if fuses(m)])
 def test_fused_mask_step_is_bit_identical_to_the_parametrized_path(name):
     """The fused training forward (one straight-through op for all matrices) changes nothing:
     the same masks, weights, scores and optimizer state as the per-matrix parametrize path."""

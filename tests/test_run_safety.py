@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import merge, tiny_recipe
 from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.cli import main
@@ -19,14 +20,13 @@ from srnet.tasks import generate_synthetic
 LABELS = ["entailment", "neutral", "contradiction"]
 
 
-def tiny_recipe(root, model, name, **extra) -> dict:
-    return {
-        "name": name, "task": "synthetic_nli", "seed": 0, "output_dir": str(root),
-        "model": {"name": str(model), "max_length": 48},
-        "data": {"train": synthetic("train", 24), "dev": synthetic("dev", 16)},
-        "training": {"max_steps": 2, "batch_size": 8, "lr": 1e-3},
-        **extra,
-    }
+SMALL = {"data": {"train": synthetic("train", 24), "dev": synthetic("dev", 16), "challenge": []},
+         "training": {"max_steps": 2, "eval_every": None}}
+"""This file's runs: conftest's tiny recipe, shorter (2 steps on 24 examples, no challenge split)."""
+
+
+def short_recipe(root, model, name, **extra) -> dict:
+    return tiny_recipe(root, model, name, **merge(SMALL, extra))
 
 
 def bias_file(path, *, drop: int = 0, nan: bool = False, classes: int = 3):
@@ -44,7 +44,7 @@ def finished(tmp_path_factory, tiny_model_dir):
     """A finished run 'ft' in its own output folder (with a bystander file next to it)."""
     root = tmp_path_factory.mktemp("runs")
     (root / "bystander.txt").write_text("keep me")
-    api.run(tiny_recipe(root, tiny_model_dir, "ft"))
+    api.run(short_recipe(root, tiny_model_dir, "ft"))
     return root
 
 
@@ -56,7 +56,7 @@ def cli(capsys, *argv) -> tuple[int, str]:
 @pytest.mark.parametrize("name", ['""', "..", ".", "a/b", "../escape"])
 def test_bad_run_names_are_refused_before_anything_is_deleted(capsys, tmp_path, finished, name):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(json.dumps(tiny_recipe(finished, "unused", "x")))
+    recipe.write_text(json.dumps(short_recipe(finished, "unused", "x")))
     code, err = cli(capsys, "run", str(recipe), "--set", f"name={name}", "--overwrite")
     assert code == 2
     assert err.startswith("error: ") and err.count("\n") == 1 and "run name" in err
@@ -66,7 +66,7 @@ def test_bad_run_names_are_refused_before_anything_is_deleted(capsys, tmp_path, 
 
 def test_overwrite_with_a_bad_recipe_keeps_the_finished_run(capsys, tmp_path, finished, tiny_model_dir):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(json.dumps(tiny_recipe(finished, tiny_model_dir, "ft")))
+    recipe.write_text(json.dumps(short_recipe(finished, tiny_model_dir, "ft")))
     before = (finished / "ft" / "metrics.json").read_text()
     code, err = cli(capsys, "run", str(recipe), "--set", "loss.name=focal", "--overwrite")
     assert code == 2 and "focal" in err and err.count("\n") == 1
@@ -89,7 +89,7 @@ def test_overwrite_with_a_bad_recipe_keeps_the_finished_run(capsys, tmp_path, fi
 ])
 def test_bad_inputs_fail_before_the_run_folder_exists(tmp_path, tiny_model_dir, extra, message):
     out = tmp_path / "runs"
-    recipe = tiny_recipe(out, tiny_model_dir, "debris")
+    recipe = short_recipe(out, tiny_model_dir, "debris")
     for key, value in extra.items():
         recipe[key] = {**recipe.get(key, {}), **value} if isinstance(recipe.get(key), dict) else value
     if recipe.get("loss", {}).get("bias_predictions") == "BIAS":
@@ -106,7 +106,7 @@ def test_bad_bias_predictions_fail_before_the_run_folder_exists(tmp_path, tiny_m
     path = bias_file(tmp_path / "bias.jsonl", **kind)
     out = tmp_path / "runs"
     with pytest.raises(SrnetError, match=message):
-        api.run(tiny_recipe(out, tiny_model_dir, "poe", loss={"name": "poe", "bias_predictions": path}))
+        api.run(short_recipe(out, tiny_model_dir, "poe", loss={"name": "poe", "bias_predictions": path}))
     assert not out.exists()
 
 
@@ -118,13 +118,13 @@ def test_mask_file_that_does_not_fit_fails_before_the_run_folder(tmp_path, tiny_
                MaskMetadata(method="omp", base_model="x", base_model_fingerprint="0"))
     out = tmp_path / "runs"
     with pytest.raises(SrnetError, match=r"shape|fingerprint|mask"):
-        api.run(tiny_recipe(out, tiny_model_dir, "fx", pruning={
+        api.run(short_recipe(out, tiny_model_dir, "fx", pruning={
             "method": "fixed", "sparsity": 0.5, "params": {"mask_file": str(masks)}}))
     assert not out.exists()
 
 
 def test_overwrite_swaps_in_only_a_completed_run(tmp_path, tiny_model_dir, monkeypatch):
-    first = api.run(tiny_recipe(tmp_path, tiny_model_dir, "ft"))
+    first = api.run(short_recipe(tmp_path, tiny_model_dir, "ft"))
     before = (first.run_dir / "metrics.json").read_text()
 
     def broken(*args, **kwargs):
@@ -135,9 +135,9 @@ def test_overwrite_swaps_in_only_a_completed_run(tmp_path, tiny_model_dir, monke
     with monkeypatch.context() as patch:
         patch.setattr(run_module, "evaluate_splits", broken)
         with pytest.raises(RuntimeError, match="disk on fire"):
-            api.run(tiny_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
+            api.run(short_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
     assert (first.run_dir / "metrics.json").read_text() == before  # the old run survived the failure
-    again = api.run(tiny_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
+    again = api.run(short_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
     assert again.run_dir == first.run_dir and again.metrics["seed"] == 1
     assert json.loads((first.run_dir / "metrics.json").read_text())["seed"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]  # no staging folder left

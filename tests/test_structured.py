@@ -11,7 +11,6 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from conftest import save_tiny_model
 from srnet import api, load_model
 from srnet.errors import SrnetError
 from srnet.export import EXPORT_INFO_FILENAME, shrink_model
@@ -20,11 +19,6 @@ from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
 
 FAMILIES = ["bert", "roberta", "distilbert"]
-
-
-@pytest.fixture(scope="module")
-def tiny_dirs(tmp_path_factory) -> dict[str, object]:
-    return {f: save_tiny_model(tmp_path_factory.mktemp(f), f) for f in FAMILIES}
 
 
 def load(path) -> torch.nn.Module:
@@ -49,8 +43,8 @@ def logits(model) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_groups_tie_heads_and_neurons_to_their_rows_and_columns(tiny_dirs, family):
-    model = load(tiny_dirs[family])
+def test_groups_tie_heads_and_neurons_to_their_rows_and_columns(tiny_model_dirs, family):
+    model = load(tiny_model_dirs(family))
     groups = find_groups(model, ("head", "neuron"))
     assert [(g.kind, g.layer, g.count) for g in groups] == [
         ("head", 0, 2), ("neuron", 0, 64), ("head", 1, 2), ("neuron", 1, 64)]
@@ -65,8 +59,8 @@ def test_architecture_without_groups_is_named():
 
 
 @pytest.mark.parametrize(("granularity", "scope"), [("head+neuron", "local"), ("neuron", "global")])
-def test_group_rankings_are_exact(tiny_dirs, granularity, scope):
-    model = load(tiny_dirs["bert"])
+def test_group_rankings_are_exact(tiny_model_dirs, granularity, scope):
+    model = load(tiny_model_dirs("bert"))
     masks = pruned(model, granularity, 0.3, scope=scope).masks()
     if scope == "local":  # round(0.3 * 2) = 1 head, round(0.3 * 64) = 19 neurons per layer
         assert {k: int((~m).sum()) for k, m in masks.items()} == {
@@ -78,8 +72,8 @@ def test_group_rankings_are_exact(tiny_dirs, granularity, scope):
         assert len({int((~m).sum()) for m in masks.values()}) == 2  # one threshold, unequal layers
 
 
-def test_masked_forward_zeroes_whole_heads(tiny_dirs):
-    model = load(tiny_dirs["bert"])
+def test_masked_forward_zeroes_whole_heads(tiny_model_dirs):
+    model = load(tiny_model_dirs("bert"))
     method = pruned(model, "head", 0.5)
     gate = method.masks()["bert.encoder.layer.0.heads"]
     query = model.bert.encoder.layer[0].attention.self.query.weight
@@ -89,8 +83,8 @@ def test_masked_forward_zeroes_whole_heads(tiny_dirs):
         assert bool((rows == 0).all()) == bool((cols == 0).all()) == (not gate[h])
 
 
-def test_mask_training_learns_group_gates(tiny_dirs):
-    model = load(tiny_dirs["bert"])
+def test_mask_training_learns_group_gates(tiny_model_dirs):
+    model = load(tiny_model_dirs("bert"))
     cfg = PruningConfig(method="mask_train", granularity="head+neuron", sparsity=0.5,
                         params={"init": "soft", "mask_lr": 0.5, "rerank_every": 1},
                         schedule={"kind": "cubic", "end": 1.0})
@@ -133,8 +127,9 @@ def _train_l0(model, granularity: str, steps: int, scope: str = "local", **l0):
 
 @pytest.mark.parametrize(("granularity", "scope"), [
     ("head", "local"), ("neuron", "local"), ("head+neuron", "local"), ("head+neuron", "global")])
-def test_l0_gates_heads_and_neurons_and_freezes_to_the_exact_group_sparsity(tiny_dirs, granularity, scope):
-    model = load(tiny_dirs["bert"])
+def test_l0_gates_heads_and_neurons_and_freezes_to_the_exact_group_sparsity(tiny_model_dirs, granularity,
+                                                                            scope):
+    model = load(tiny_model_dirs("bert"))
     method = _train_l0(model, granularity, 3, scope)
     masks = method.masks()
     kinds = granularity.split("+")
@@ -166,10 +161,10 @@ def test_l0_gates_heads_and_neurons_and_freezes_to_the_exact_group_sparsity(tiny
             assert bool((rows == 0).all()) == bool((cols == 0).all()) == (not gate[h])
 
 
-def test_l0_group_members_share_one_draw_per_forward(tiny_dirs):
+def test_l0_group_members_share_one_draw_per_forward(tiny_model_dirs):
     """Training draws: Q, K, V rows and output columns of a head (FFN-in row and FFN-out column of
     a neuron) get the same stochastic gate, zero or not together; every forward draws anew."""
-    model = load(tiny_dirs["bert"])
+    model = load(tiny_model_dirs("bert"))
     _train_l0(model, "head+neuron", 1, init_keep=0.3)  # low keep: many exact zeros
     seen: dict[int, list[torch.Tensor]] = {}
 
@@ -210,11 +205,11 @@ def test_a_method_without_group_support_refuses_a_structured_granularity():
         WeightsOnly(PruningConfig(method="omp", granularity="head")).prepare(torch.nn.Linear(2, 2), 1)
 
 
-def test_fixed_follows_a_structured_mask_file_and_keeps_its_gates(tiny_dirs, tmp_path):
-    model = load(tiny_dirs["bert"])
+def test_fixed_follows_a_structured_mask_file_and_keeps_its_gates(tiny_model_dirs, tmp_path):
+    model = load(tiny_model_dirs("bert"))
     masks_path = tmp_path / "masks.safetensors"
     masks = _structured_mask_file(model, masks_path)
-    reference = logits(load(tiny_dirs["bert"]).eval())
+    reference = logits(load(tiny_model_dirs("bert")).eval())
     method = build_method(PruningConfig(method="fixed", params={"mask_file": str(masks_path)}))
     method.prepare(model, 1)
     assert method.granularity == "head+neuron"
@@ -227,18 +222,18 @@ def test_fixed_follows_a_structured_mask_file_and_keeps_its_gates(tiny_dirs, tmp
 
     given = {"mask_file": str(masks_path)}
     build_method(PruningConfig(method="fixed", granularity="head+neuron", params=given)).prepare(
-        load(tiny_dirs["bert"]), 1)  # a matching granularity may be given
+        load(tiny_model_dirs("bert")), 1)  # a matching granularity may be given
     with pytest.raises(SrnetError, match=r"^pruning\.granularity 'head' contradicts the given mask "
                                          r"\(granularity 'head\+neuron' gates\); leave it out"):
         build_method(PruningConfig(method="fixed", granularity="head", params=given)).prepare(
-            load(tiny_dirs["bert"]), 1)
-    weights = pruned(load(tiny_dirs["bert"]), "unstructured").masks()
+            load(tiny_model_dirs("bert")), 1)
+    weights = pruned(load(tiny_model_dirs("bert")), "unstructured").masks()
     with pytest.raises(SrnetError, match=r"'neuron' contradicts the given mask \(per-weight masks\)"):
         FixedMaskMethod(PruningConfig(method="fixed", granularity="neuron"), masks=weights).prepare(model, 1)
     bad = {**masks, "bert.encoder.layer.0.heads": torch.ones(3, dtype=torch.bool)}
     with pytest.raises(SrnetError, match=r"mask 'bert\.encoder\.layer\.0\.heads' has shape \[3\] but the "
                                          r"model's group has shape \[2\]"):
-        FixedMaskMethod(PruningConfig(method="fixed"), masks=bad).prepare(load(tiny_dirs["bert"]), 1)
+        FixedMaskMethod(PruningConfig(method="fixed"), masks=bad).prepare(load(tiny_model_dirs("bert")), 1)
 
 
 def test_old_granularity_key_reads_as_scope():
@@ -260,8 +255,8 @@ def _structured_mask_file(model, path, empty_layer: int | None = 0):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_dirs, tmp_path, family):
-    model = load(tiny_dirs[family])
+def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_model_dirs, tmp_path, family):
+    model = load(tiny_model_dirs(family))
     masks_path = tmp_path / "masks.safetensors"
     masks = _structured_mask_file(model, masks_path)
     loaded, _ = load_masks(masks_path, model)  # group gates check against the model
@@ -269,7 +264,7 @@ def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_di
     method = build_method(PruningConfig(method="fixed", params={"mask_file": str(masks_path)}))
     method.prepare(model, 1)
     masked = logits(model)
-    out = api.export_masked(str(tiny_dirs[family]), tmp_path / "masks.safetensors", tmp_path / "out",
+    out = api.export_masked(str(tiny_model_dirs(family)), tmp_path / "masks.safetensors", tmp_path / "out",
                             shrink=True)
     info = json.loads((out / EXPORT_INFO_FILENAME).read_text())
     assert info["shrunk"]["parameters"] < info["shrunk"]["dense_parameters"]
@@ -280,8 +275,8 @@ def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_di
     assert AutoTokenizer.from_pretrained(out) is not None
 
 
-def test_shrinking_is_exact_and_removes_rows(tiny_dirs):
-    model = load(tiny_dirs["bert"])
+def test_shrinking_is_exact_and_removes_rows(tiny_model_dirs):
+    model = load(tiny_model_dirs("bert"))
     masks = pruned(model).masks()
     masks["bert.encoder.layer.1.heads"][:] = False
     masks["bert.encoder.layer.1.neurons"][:] = False
@@ -293,14 +288,14 @@ def test_shrinking_is_exact_and_removes_rows(tiny_dirs):
     assert torch.equal(logits(shrunk), logits(model))
 
 
-def test_unstructured_masks_are_not_shrunk(tiny_dirs, tmp_path, capsys):
+def test_unstructured_masks_are_not_shrunk(tiny_model_dirs, tmp_path, capsys):
     from srnet.cli import main
 
-    model = load(tiny_dirs["bert"])
+    model = load(tiny_model_dirs("bert"))
     masks = pruned(model, "unstructured").masks()
     save_masks(tmp_path / "m.safetensors", masks, MaskMetadata(
         method="omp", base_model="tiny", base_model_fingerprint=model_fingerprint(model, list(masks))))
-    args = ["--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+    args = ["--model", str(tiny_model_dirs("bert")), "--masks", str(tmp_path / "m.safetensors"),
             "--out", str(tmp_path / "out"), "--shrink"]
     capsys.readouterr()
     assert main(["export", *args]) == 2
@@ -309,10 +304,10 @@ def test_unstructured_masks_are_not_shrunk(tiny_dirs, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_load_model_names_the_first_mismatching_tensor(tiny_dirs, tmp_path):
-    model = load(tiny_dirs["bert"])
+def test_load_model_names_the_first_mismatching_tensor(tiny_model_dirs, tmp_path):
+    model = load(tiny_model_dirs("bert"))
     _structured_mask_file(model, tmp_path / "masks.safetensors", empty_layer=None)
-    out = api.export_masked(str(tiny_dirs["bert"]), tmp_path / "masks.safetensors", tmp_path / "out",
+    out = api.export_masked(str(tiny_model_dirs("bert")), tmp_path / "masks.safetensors", tmp_path / "out",
                             shrink=True)
     state = load_file(out / "model.safetensors")
     key = "bert.encoder.layer.0.attention.self.key.weight"
@@ -322,17 +317,17 @@ def test_load_model_names_the_first_mismatching_tensor(tiny_dirs, tmp_path):
         load_model(out)
 
 
-def test_bench_times_dense_shrunk_and_unstructured_models(tiny_dirs, tmp_path, capsys):
+def test_bench_times_dense_shrunk_and_unstructured_models(tiny_model_dirs, tmp_path, capsys):
     from srnet.cli import main
 
     out = tmp_path / "bench.json"
-    args = [str(tiny_dirs["bert"]), "--omp", "0.5", "--batch-sizes", "1", "2", "--lengths", "8",
+    args = [str(tiny_model_dirs("bert")), "--omp", "0.5", "--batch-sizes", "1", "2", "--lengths", "8",
             "--rounds", "2", "--warmup", "1", "--out", str(out)]
     assert main(["bench", *args]) == 0
     result = json.loads(out.read_text())
     rows = result["rows"]
     assert [r["model"] for r in rows[:4]] == [
-        str(tiny_dirs["bert"]), "omp 50% heads+neurons, shrunk", "omp 50% unstructured",
+        str(tiny_model_dirs("bert")), "omp 50% heads+neurons, shrunk", "omp 50% unstructured",
         "omp 50% unstructured, torch CSR"]
     assert [(r["batch"], r["length"]) for r in rows] == [(1, 8)] * 4 + [(2, 8)] * 4
     assert rows[0]["speedup"] == 1.0 and rows[1]["params_m"] < rows[2]["params_m"] == rows[0]["params_m"]
@@ -341,13 +336,13 @@ def test_bench_times_dense_shrunk_and_unstructured_models(tiny_dirs, tmp_path, c
     assert "omp 50% heads+neurons, shrunk" in capsys.readouterr().out
 
 
-def test_csr_model_gives_the_unstructured_model_s_logits(tiny_dirs):
+def test_csr_model_gives_the_unstructured_model_s_logits(tiny_model_dirs):
     from srnet.api import prune_
     from srnet.experiments.bench import CsrLinear, to_csr
     from srnet.export import bake_masks
     from srnet.models import load_classifier
 
-    model = load_classifier(str(tiny_dirs["bert"])).eval()
+    model = load_classifier(str(tiny_model_dirs("bert"))).eval()
     masks = prune_(model, {"method": "omp", "sparsity": 0.7})
     baked = bake_masks(model, masks).eval()
     csr = to_csr(copy.deepcopy(baked), masks)

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from transformers import AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification
+from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification
 
+from conftest import save_tiny_model
 from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.models import default_model_path, load_classifier
+from srnet.models import load_classifier
 from srnet.sparsity.mask_io import load_masks, model_fingerprint
 
 ENCODER = ["query", "key", "value", "attn_out", "ffn_in", "ffn_out"]
@@ -138,13 +139,18 @@ def test_mlm_head_probe_then_one_shot_mask_scored_with_that_head(tiny_model_dir,
 
 
 def test_freeze_weights_applies_to_one_shot_methods_only():
+    from srnet.pruning import OneShotMethod, available_methods, get_method
     from srnet.pruning.config import PruningConfig
 
     frozen = {"freeze_weights": True}
-    for method in ("dense", "omp", "random"):
-        assert PruningConfig(method=method, params=frozen).params.freeze_weights
-    with pytest.raises(ValueError, match="not a parameter of method 'imp'"):  # it trains what it prunes
-        PruningConfig(method="imp", params=frozen)
+    one_shot = [m for m in available_methods() if issubclass(get_method(m), OneShotMethod)]
+    assert {"dense", "omp", "random"} <= set(one_shot)
+    for method in available_methods():
+        if method in one_shot:
+            assert PruningConfig(method=method, params=frozen).params.freeze_weights
+        else:  # imp trains what it prunes; mask_train and l0 always freeze the weights
+            with pytest.raises(ValueError, match=f"not a parameter of method '{method}'"):
+                PruningConfig(method=method, params=frozen)
     with pytest.raises(ValueError, match="not a parameter of method 'l0'"):  # always frozen, or trained
         PruningConfig(method="l0", params={**frozen, "train_weights": True})
 
@@ -186,14 +192,8 @@ def test_transfer_one_mask_to_two_tasks(tamt_run, tiny_model_dir, capsys):
 
 
 def test_transfer_rejects_a_mask_from_another_backbone(tamt_run, tmp_path):
-    from transformers import AutoTokenizer
-
     result, _ = tamt_run
-    other = tmp_path / "wider"
-    config = AutoConfig.for_model("bert", vocab_size=30522, hidden_size=48, num_hidden_layers=2,
-                                  num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    AutoModelForSequenceClassification.from_config(config).save_pretrained(other)
-    AutoTokenizer.from_pretrained(default_model_path()).save_pretrained(other)
+    other = save_tiny_model(tmp_path / "wider", num_labels=2, hidden_size=48)
     task = write_task(tmp_path, "sst2", other)
     with pytest.raises(SrnetError, match=r"masks were made for '.*tiny_bert.*' \(fingerprint \w+\) but this "
                        r"is a bert model '.*wider' \(fingerprint \w+\)"):

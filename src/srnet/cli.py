@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="srnet",
         description="Find sparse and robust subnetworks inside pre-trained transformer encoders.",
-        epilog="Recipes: docs/recipes.md; the metrics.json schema: docs/run-directory.md; examples: README.md.",
+        epilog="Recipes: docs/recipes.md; the metrics.json schema: docs/run-directory.md; "
+        "examples: README.md.",
     )
     sub = parser.add_subparsers(metavar="COMMAND")
 

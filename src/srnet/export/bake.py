@@ -26,8 +26,11 @@ def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module
 
     Group gates (heads, neurons) are first broadcast onto their weights.  Parametrizations on
     masked weights are removed (restoring the original weight) before the multiplication;
-    ``model`` itself is left untouched.  Raises ``SrnetError`` when a key names no weight, a
-    shape differs, or a parametrization remains on a weight without a mask.
+    ``model`` itself is left untouched.  A masked input embedding tied to an output layer (an
+    MLM decoder) is untied first: the masked model's decoder kept the unmasked weights (a
+    parametrization masks only the embedding's own use), so the baked one keeps them too.
+    Raises ``SrnetError`` when a key names no weight, a shape differs, or a parametrization
+    remains on a weight without a mask.
     """
     masks = expand_masks(model, masks)
     baked = copy.deepcopy(model)
@@ -36,6 +39,7 @@ def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module
         if parametrize.is_parametrized(module, "weight"):
             _detach_class(module)
             parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
+        _untie_output(baked, module)
         weight = module.weight
         if weight.shape != mask.shape:
             raise SrnetError(
@@ -50,6 +54,20 @@ def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module
             f"module '{leftover[0]}' is parametrized but has no mask; it cannot be exported"
         )
     return baked
+
+
+def _untie_output(model: nn.Module, module: nn.Module) -> None:
+    """Give ``model``'s output layer its own copy of ``module``'s weight when the two are tied,
+    and record ``tie_word_embeddings: false`` so a reload keeps them apart."""
+    output = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if output is None or output.weight is not module.weight:
+        return
+    output.weight = nn.Parameter(module.weight.detach().clone(), requires_grad=module.weight.requires_grad)
+    if getattr(output, "bias", None) is not None:  # e.g. BERT's decoder bias, tied to the head's own
+        output.bias = nn.Parameter(output.bias.detach().clone(), requires_grad=output.bias.requires_grad)
+    config = getattr(model, "config", None)
+    if config is not None:
+        config.tie_word_embeddings = False
 
 
 def parametrized_modules(model: nn.Module) -> list[str]:
