@@ -156,6 +156,13 @@ def test_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, e
 def test_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
                           structured_mask_files, monkeypatch):
     """Each method with head/neuron masks, whose shrunk export also gives the masked logits."""
+    check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+                          structured_mask_files, monkeypatch)
+
+
+def check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+                          structured_mask_files, monkeypatch) -> None:
+    """Run one head/neuron cell through :func:`check_cell`; its shrunk export gives the masked logits."""
     run, masked_logits = check_cell(method, loss, "standard", granularity, tmp_path, tiny_model_dir,
                                     extras_dir, structured_mask_files[granularity], monkeypatch)
     shrunk = load_model(api.export_masked(str(run), run, tmp_path / "shrunk", shrink=True))

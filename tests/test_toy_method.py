@@ -8,17 +8,13 @@ from __future__ import annotations
 import importlib
 import sys
 
-import numpy as np
 import pytest
-from transformers import AutoTokenizer
 
 import test_matrix as matrix
-from srnet import api, load_model
-from srnet.evaluation.predict import predict_logits
+from srnet import api
 from srnet.pruning import METHODS, PruningConfig, available_methods, get_method
 from srnet.sparsity.mask_io import load_masks
-from srnet.tasks import generate_synthetic
-from test_matrix import SPARSITY, check_cell, granularity_cells, matrix_cells, recipe
+from test_matrix import SPARSITY, check_cell, check_structured_cell, granularity_cells, matrix_cells, recipe
 
 TOY = "toy"
 """The name tests/toy_method.py registers."""
@@ -59,12 +55,8 @@ def test_toy_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_di
 @pytest.mark.parametrize(("method", "loss", "granularity"), granularity_cells([TOY]))
 def test_toy_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
                               structured_mask_files, monkeypatch):
-    run, masked_logits = check_cell(method, loss, "standard", granularity, tmp_path, tiny_model_dir,
-                                    extras_dir, structured_mask_files[granularity], monkeypatch)
-    shrunk = load_model(api.export_masked(str(run), run, tmp_path / "shrunk", shrink=True))
-    tokenizer = AutoTokenizer.from_pretrained(run / "model")
-    logits = predict_logits(shrunk, tokenizer, generate_synthetic("dev", 24, seed=0), max_length=48)
-    np.testing.assert_allclose(logits, masked_logits, atol=1e-5)
+    check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+                          structured_mask_files, monkeypatch)
 
 
 def test_toy_params_change_the_mask(tmp_path, tiny_model_dir, extras_dir, fixed_mask_file):
