@@ -220,6 +220,24 @@ def test_atomic_writes_keep_the_umask_permissions(tmp_path):
     assert folder.stat().st_mode & 0o777 == 0o755
 
 
+def test_an_exported_checkpoint_is_readable_by_others(tmp_path, tiny_model_dir):
+    """safetensors writes its file 0600; every file of an export follows the umask (0644)."""
+    from transformers import AutoTokenizer
+
+    from srnet.export import export_model
+    from srnet.models import load_classifier
+
+    old = os.umask(0o022)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+        out = export_model(load_classifier(str(tiny_model_dir)), {}, tokenizer, tmp_path / "export",
+                           metadata=None)
+    finally:
+        os.umask(old)
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in out.rglob("*")}
+    assert "model.safetensors" in modes and set(modes.values()) == {"0o644"}, modes
+
+
 def test_mask_files_are_byte_identical(tmp_path):
     masks = {f"layer.{i}.weight": torch.rand(4, 4) > 0.5 for i in range(3)}
     meta = MaskMetadata(method="omp", base_model="m", base_model_fingerprint="f", recipe_hash="abc",

@@ -126,6 +126,7 @@ def atomic_folder(target: str | Path, write: Callable[[Path], None]) -> Path:
     tmp = make_temp_dir(target.parent, f".{target.name}.", ".tmp")
     try:
         write(tmp)
+        follow_umask(tmp)
         if target.exists():
             old = make_temp_dir(target.parent, f".{target.name}.", ".old")
             os.replace(target, old / target.name)
@@ -139,6 +140,15 @@ def atomic_folder(target: str | Path, write: Callable[[Path], None]) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def follow_umask(folder: Path) -> None:
+    """Give everything under ``folder`` the umask's permissions: a library that writes its files
+    private (safetensors' 0600) would otherwise leave a checkpoint that another user cannot read."""
+    mask = umask()
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~mask)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
