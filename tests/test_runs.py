@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from transformers import AutoTokenizer
 
 from conftest import merge, tiny_recipe
 from conftest import synthetic_split as synthetic
@@ -70,6 +71,15 @@ def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_
     sparsity = evaluated.metrics["sparsity"]
     assert sparsity["measured_from"] == "weights"
     assert sparsity["overall"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_exported_tokenizer_keeps_the_training_length(tmp_path, tiny_model_dir):
+    """The saved tokenizer truncates at the run's model.max_length (48 here), not the backbone's 512."""
+    run = api.run(recipe(tmp_path, tiny_model_dir, "omp", pruning={"method": "omp", "sparsity": 0.3})).run_dir
+    saved = json.loads((run / "model" / "tokenizer_config.json").read_text())
+    assert saved["model_max_length"] == 48
+    tokenizer = AutoTokenizer.from_pretrained(run / "model")
+    assert len(tokenizer("word " * 200, truncation=True)["input_ids"]) == 48
 
 
 def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):

@@ -97,7 +97,7 @@ def prepare_text(recipe: Recipe) -> PreparedText:
     set_seed(recipe.seed)
     init_from = recipe.model.init_from
     source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
-    tokenizer = load_tokenizer(source)
+    tokenizer = load_tokenizer(source, recipe.model.max_length)
     base = data_base_dir(recipe)
     size = recipe.model.max_length
 

@@ -77,7 +77,7 @@ class TaskRun(RunKind):
         set_seed(recipe.seed)
         init_from = recipe.model.init_from
         source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
-        tokenizer = load_tokenizer(source)
+        tokenizer = load_tokenizer(source, recipe.model.max_length)
         model = load_classifier(source, task.labels)
         method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
         return Prepared(task, data, source, tokenizer, model, method, loss, extras or {})

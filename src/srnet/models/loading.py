@@ -121,16 +121,20 @@ def quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def load_tokenizer(name: str):
-    """Load a tokenizer for ``name`` (``default``, a hub id or a local path)."""
+def load_tokenizer(name: str, max_length: int | None = None):
+    """Load a tokenizer for ``name`` (``default``, a hub id or a local path); with ``max_length``,
+    its ``model_max_length`` is that length (what a run trains with, and what its exports save)."""
     from transformers import AutoTokenizer
 
     offline = check_model_source(name)
     try:
         with quiet_transformers():
-            return AutoTokenizer.from_pretrained(resolve_model_name(name), local_files_only=offline)
+            tokenizer = AutoTokenizer.from_pretrained(resolve_model_name(name), local_files_only=offline)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
+    if max_length is not None:
+        tokenizer.model_max_length = max_length
+    return tokenizer
 
 
 def load_classifier(name: str, labels: Sequence[str] | None = None):
