@@ -333,7 +333,24 @@ def test_bench_times_dense_shrunk_and_unstructured_models(tiny_model_dirs, tmp_p
     assert rows[0]["speedup"] == 1.0 and rows[1]["params_m"] < rows[2]["params_m"] == rows[0]["params_m"]
     assert rows[3]["params_m"] == rows[0]["params_m"]  # CSR stores the same matrices, zeros implied
     assert {"cpu", "cpu_count", "torch_threads", "packages"} <= set(result["environment"])
-    assert "omp 50% heads+neurons, shrunk" in capsys.readouterr().out
+    assert result["threads"] == torch.get_num_threads() and isinstance(result["warnings"], list)
+    assert all(r["min_ms"] <= r["latency_ms"] <= r["max_ms"] for r in rows)
+    assert all(r["spread"] == pytest.approx((r["max_ms"] - r["min_ms"]) / r["latency_ms"]) for r in rows)
+    printed = capsys.readouterr().out
+    assert "omp 50% heads+neurons, shrunk" in printed and "min_ms" in printed and "max_ms" in printed
+
+
+def test_bench_warns_of_a_busy_machine_and_unsteady_rounds():
+    from srnet.experiments.bench import bench_warnings
+
+    steady = {"model": "dense", "batch": 1, "length": 8, "spread": 0.05}
+    shaky = {"model": "shrunk", "batch": 32, "length": 128, "spread": 0.6}
+    assert bench_warnings([steady], load=1.0, cpus=2) == []
+    busy = bench_warnings([steady], load=3.5, cpus=2)
+    assert len(busy) == 1 and "load average 3.50 on 2 cores" in busy[0]
+    unsteady = bench_warnings([steady, shaky], load=None, cpus=2)
+    assert len(unsteady) == 1 and "1 of 2 cells" in unsteady[0]
+    assert "shrunk, batch 32, length 128: 60%" in unsteady[0]
 
 
 def test_csr_model_gives_the_unstructured_model_s_logits(tiny_model_dirs):

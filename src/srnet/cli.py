@@ -419,12 +419,15 @@ def cmd_bench(args) -> int:
     ort = f", onnxruntime {env['packages'].get('onnxruntime')}" if args.onnx else ""
     print(f"{env['cpu']} ({env['cpu_count']} cpus), {env['torch_threads']} threads, "
           f"torch {env['packages'].get('torch')}, transformers {env['packages'].get('transformers')}{ort}; "
-          f"median of {args.rounds} interleaved rounds; speedup vs the first model under torch")
-    columns = ["model", *(["runtime"] if args.onnx else []), "params_m", "batch", "length", "latency_ms",
-               "seq_per_s", "speedup"]
-    print(format_table(result["rows"], columns, {"params_m": ".1f", "latency_ms": ".1f",
-                                                 "seq_per_s": ".1f", "speedup": ".2f"},
+          f"{args.rounds} interleaved rounds (min / median / max ms); speedup of medians vs the first "
+          f"model under torch")
+    columns = ["model", *(["runtime"] if args.onnx else []), "params_m", "batch", "length", "min_ms",
+               "latency_ms", "max_ms", "seq_per_s", "speedup"]
+    print(format_table(result["rows"], columns, {"params_m": ".1f", "min_ms": ".1f", "latency_ms": ".1f",
+                                                 "max_ms": ".1f", "seq_per_s": ".1f", "speedup": ".2f"},
                        markdown=args.markdown))
+    for warning in result["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.out:
         atomic_write_json(args.out, result)
     return 0

@@ -108,9 +108,9 @@ def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate
     return out
 
 
-def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) -> list[float]:
-    """Median seconds per call of each zero-argument callable, interleaved after ``warmup`` calls
-    each; the call order rotates from round to round."""
+def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) -> list[list[float]]:
+    """Seconds of every timed round of each zero-argument callable, interleaved after ``warmup``
+    calls each; the call order rotates from round to round."""
     times: list[list[float]] = [[] for _ in calls]
     with torch.inference_mode():
         for call in calls:
@@ -121,7 +121,33 @@ def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) 
                 start = time.perf_counter()
                 calls[i]()
                 times[i].append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
+    return times
+
+
+SPREAD_WARNING = 0.25
+"""A cell whose rounds differ by more than this fraction of its median is reported as unsteady."""
+
+
+def bench_warnings(rows: Sequence[dict[str, Any]], load: float | None, cpus: int) -> list[str]:
+    """One line for a machine busier than its cores (load average), one for unsteady cells."""
+    warnings = []
+    if load is not None and load > cpus:
+        warnings.append(f"the machine is busy (load average {load:.2f} on {cpus} cores): timings are "
+                        "unreliable; rerun on idle cores")
+    unsteady = [r for r in rows if r["spread"] > SPREAD_WARNING]
+    if unsteady:
+        worst = max(unsteady, key=lambda r: r["spread"])
+        warnings.append(f"{len(unsteady)} of {len(rows)} cells vary by more than {SPREAD_WARNING:.0%} "
+                        f"across rounds (worst: {worst['model']}, batch {worst['batch']}, length "
+                        f"{worst['length']}: {worst['spread']:.0%}); add rounds or idle the machine")
+    return warnings
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def onnx_sessions(candidates: Sequence[Candidate]) -> list[Any]:
@@ -176,12 +202,18 @@ def run_bench(
 
                     feeds = ort_feeds(sessions[i], inputs)
                     runs.append((c, "onnxruntime", partial(sessions[i].run, ["logits"], feeds)))
-            seconds = time_calls([call for _, _, call in runs], rounds, warmup)
-            for (c, runtime, _), s in zip(runs, seconds, strict=True):
+            timed = time_calls([call for _, _, call in runs], rounds, warmup)
+            medians = [statistics.median(t) for t in timed]
+            for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True):
                 rows.append({"model": c.label, "runtime": runtime, "params_m": c.parameters / 1e6,
                              "batch": batch, "length": length, "latency_ms": s * 1e3,
-                             "seq_per_s": batch / s, "speedup": seconds[0] / s})
-    result = {"environment": bench_environment(), "rounds": rounds, "warmup": warmup, "rows": rows}
+                             "min_ms": min(t) * 1e3, "max_ms": max(t) * 1e3,
+                             "spread": (max(t) - min(t)) / s, "seq_per_s": batch / s,
+                             "speedup": medians[0] / s})
+    load = _load_average()
+    result = {"environment": bench_environment(), "threads": torch.get_num_threads(), "rounds": rounds,
+              "warmup": warmup, "load_average": load,
+              "warnings": bench_warnings(rows, load, os.cpu_count() or 1), "rows": rows}
     if sessions is not None:
         from srnet.export.onnx import ATOL, OPSET
 
