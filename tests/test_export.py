@@ -208,3 +208,30 @@ def test_export_package_imports_point_downward():
                     else [alias.name for alias in node.names]
                 for target in targets:
                     assert order.index(target) < position, f"{name} imports {target}"
+
+
+def test_export_refuses_masks_on_a_model_with_other_weights(tmp_path, tiny_model_dir, capsys):
+    """A run's masks belong to its trained weights: the backbone before fine-tuning and another
+    fine-tuned model are refused (one line naming the run to pass); --force overrides."""
+    from conftest import tiny_recipe
+    from srnet import api
+    from srnet.cli import main
+
+    imp = {"method": "imp", "sparsity": 0.5, "params": {"prune_fraction": 0.25, "every": 0.25}}
+    run = api.run(tiny_recipe(tmp_path / "runs", tiny_model_dir, "imp", pruning=imp)).run_dir
+    other = api.run(tiny_recipe(tmp_path / "runs", tiny_model_dir, "ft2", seed=3)).run_dir
+    masks = str(run / "masks.safetensors")
+    capsys.readouterr()  # the runs' progress bars
+    for wrong in (str(tiny_model_dir), str(other)):  # the base model, another fine-tuned model
+        out = tmp_path / "refused"
+        assert main(["export", "--model", wrong, "--masks", masks, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"pass --model {run}, or --force" in err
+        assert not out.exists()
+    assert main(["export", "--masks", masks, "--out", str(tmp_path / "own")]) == 0  # default: its run
+    own = AutoModelForSequenceClassification.from_pretrained(tmp_path / "own")
+    shipped = AutoModelForSequenceClassification.from_pretrained(run / "model")
+    assert all(torch.equal(a, b) for a, b in zip(own.state_dict().values(), shipped.state_dict().values(),
+                                                 strict=True))
+    forced = ["export", "--model", str(tiny_model_dir), "--masks", masks, "--out", str(tmp_path / "forced")]
+    assert main([*forced, "--force"]) == 0

@@ -277,30 +277,57 @@ def prune_(
 
 
 def export_masked(
-    model: str, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False,
-    onnx: bool = False,
+    model: str | None, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False,
+    onnx: bool = False, force: bool = False,
 ) -> Path:
     """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint.
 
-    ``shrink`` removes the pruned heads and neurons (head/neuron masks only); reload the result
-    with :func:`load_model` or ``from_pretrained(..., trust_remote_code=True)``.  ``onnx`` also
-    writes ``model.onnx`` (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``).
+    ``model`` is the trained model the masks belong to (a run directory, hub id or path); None
+    means the run that holds ``masks``.  Masks that record their run's trained weights
+    (``trained_digest``) are refused on a model with other weights (the backbone before
+    fine-tuning, another fine-tuned model), unless ``force``.  ``shrink`` removes the pruned heads
+    and neurons (head/neuron masks only); reload the result with :func:`load_model` or
+    ``from_pretrained(..., trust_remote_code=True)``.  ``onnx`` also writes ``model.onnx``
+    (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``).
     """
-    from srnet.export import export_model
+    from srnet.export import bake_masks, export_model
     from srnet.models.loading import load_classifier, load_tokenizer
-    from srnet.sparsity.mask_io import load_masks
+    from srnet.sparsity.mask_io import load_masks, weights_digest
 
     if onnx:
         from srnet.export.onnx import require_onnx
 
         require_onnx()  # before any model is loaded
+    owner = _mask_run(masks)
+    if model is None:
+        if owner is None:
+            raise SrnetError(f"{masks} is not in a finished srnet run: name the model it belongs to "
+                             "(--model)")
+        model = str(owner)
     run_model = RunDir(Path(model)).model
     source = str(run_model) if run_model.is_dir() else model
     tokenizer = load_tokenizer(source)
     net = load_classifier(source)
     loaded, meta = load_masks(masks, net)
+    baked = bake_masks(net, loaded)
+    foreign = meta.trained_digest is not None and weights_digest(baked) != meta.trained_digest
+    if foreign and not force:
+        belongs = (f"--model {owner}" if owner is not None
+                   else f"the model its run trained ({meta.base_model})")
+        raise SrnetError(
+            f"{masks}: these masks belong to their run's trained weights, and {model} has other weights "
+            f"(the backbone before fine-tuning, or another fine-tuned model): pass {belongs}, or --force "
+            "to bake them into this model anyway"
+        )
     return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=shrink,
-                        onnx=onnx)
+                        onnx=onnx, baked=baked)
+
+
+def _mask_run(masks: str | Path) -> Path | None:
+    """The finished run a mask file (or run directory) belongs to, if any."""
+    path = Path(masks)
+    folder = path if path.is_dir() else path.parent
+    return folder if RunDir(folder).model.is_dir() else None
 
 
 def load_model(path: str | Path) -> torch.nn.Module:

@@ -146,8 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
-    p.add_argument("--model", required=True, help="model the mask was found on (run dir, hub id, path)")
     p.add_argument("--masks", required=True, help="masks.safetensors file (or a run directory)")
+    p.add_argument("--model", help="the trained model the masks belong to: a run dir, hub id or path "
+                   "(default: the run holding --masks); a model with other weights is refused")
+    p.add_argument("--force", action="store_true",
+                   help="bake the masks into --model even though their run trained other weights")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--shrink", action="store_true",
@@ -394,7 +397,7 @@ def cmd_export(args) -> int:
     from srnet.api import export_masked
 
     out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, shrink=args.shrink,
-                        onnx=args.onnx)
+                        onnx=args.onnx, force=args.force)
     print(f"exported {out}" + (" (with model.onnx)" if args.onnx else ""))
     return 0
 

@@ -20,7 +20,7 @@ from srnet.io import atomic_write_json
 from srnet.models import DEFAULT_ROLES, classify_weight, find_prunable
 from srnet.pruning.base import PruningMethod
 from srnet.report import plot_sparsity_heatmap
-from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
 from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
 
 Masks = dict[str, torch.Tensor]
@@ -44,6 +44,9 @@ class Outcome:
     metrics: dict
     started: float
     """``time.perf_counter()`` when the run began."""
+    owns_weights: bool = True
+    """Whether the masks belong to this run's trained weights (``trained_digest`` recorded, so
+    ``srnet export`` refuses another model); false for masks meant to move to other models (TAMT)."""
 
 
 def finish_run(outcome: Outcome) -> dict:
@@ -53,6 +56,8 @@ def finish_run(outcome: Outcome) -> dict:
                                            outcome.masks, outcome.metrics)
     record_mask_movement(recipe, run, method, masks, metrics)
     metadata = mask_metadata(recipe, method, outcome.source, outcome.masked, masks) if masks else None
+    if metadata is not None and outcome.owns_weights:
+        metadata.trained_digest = weights_digest(outcome.baked)
     if masks:
         save_masks(run.masks, masks, metadata)
         scores = method.scores()

@@ -168,7 +168,7 @@ def execute_text(recipe: Recipe, ready: PreparedText, run: RunDir, *, resume: bo
         metrics["sparsity"] = sparsity_block(masks, recipe.pruning.sparsity, model)
     baked = bake_masks(model, masks) if masks else model
     return finish_run(Outcome(recipe, run, method, ready.source, model, baked, masks, tokenizer,
-                              metrics, started))
+                              metrics, started, owns_weights=False))  # a mask to transfer
 
 
 def read_pretraining(mask_file: str | Path) -> dict | None:

@@ -53,6 +53,11 @@ class MaskMetadata(BaseModel):
     target_sparsity: float | None = Field(
         default=None, description="Sparsity the method aimed for (None when it has no target)."
     )
+    trained_digest: str | None = Field(
+        default=None,
+        description="weights_digest() of the run's trained model with these masks baked in: the "
+        "model they belong to (srnet export refuses another); None when not recorded.",
+    )
 
 
 class MaskFileMetadata(MaskMetadata):
@@ -176,6 +181,16 @@ def model_fingerprint(model: nn.Module, names: Iterable[str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def weights_digest(model: nn.Module) -> str:
+    """A short hash of every parameter's name and fp32 values: equal only for the same weights
+    (a classifier head, fine-tuned or fresh, included)."""
+    digest = hashlib.sha256()
+    for name, param in sorted(model.named_parameters()):
+        digest.update(name.encode())
+        digest.update(param.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
 def save_masks(
     path: str | Path, masks: Mapping[str, torch.Tensor], metadata: MaskMetadata
 ) -> MaskFileMetadata:
@@ -284,11 +299,13 @@ def _mask_file(path: str | Path) -> Path:
 
 
 def _to_header(metadata: MaskFileMetadata) -> dict[str, str]:
-    """All-string safetensors metadata: strings as they are, everything else as JSON."""
+    """All-string safetensors metadata: fields typed ``str`` as they are, everything else
+    (optional strings included) as JSON."""
+    fields = MaskFileMetadata.model_fields
     return {
         "srnet_masks": metadata.format_version,
         **{
-            key: value if isinstance(value, str) else json.dumps(value)
+            key: value if fields[key].annotation is str else json.dumps(value)
             for key, value in metadata.model_dump(exclude={"format_version"}).items()
         },
     }
