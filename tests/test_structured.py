@@ -268,6 +268,10 @@ def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_mo
                             shrink=True)
     info = json.loads((out / EXPORT_INFO_FILENAME).read_text())
     assert info["shrunk"]["parameters"] < info["shrunk"]["dense_parameters"]
+    config = json.loads((out / "config.json").read_text())  # states the shrunk class and what it kept
+    assert config["architectures"] == [config["auto_map"]["AutoModelForSequenceClassification"].split(".")[1]]
+    assert config["architectures"][0].startswith("Srnet")
+    assert config["srnet_kept_units"] == {k: int(v.sum()) for k, v in sorted(masks.items())}
     ours = load_model(out)
     torch.testing.assert_close(logits(ours), masked, rtol=0, atol=1e-5)
     plain = AutoModelForSequenceClassification.from_pretrained(out, trust_remote_code=True).eval()

@@ -21,15 +21,18 @@ from srnet.export.bake import bake_masks
 from srnet.export.shrunk_modeling import SHAPES_KEY, SHRUNK_CLASSES, resize_linears
 from srnet.sparsity.mask_io import expand_masks, model_groups
 
-__all__ = ["MODELING_FILENAME", "SHAPES_KEY", "prepare_remote_code", "shrink_model"]
+__all__ = ["KEPT_KEY", "MODELING_FILENAME", "SHAPES_KEY", "prepare_remote_code", "shrink_model"]
 
 MODELING_FILENAME = "modeling_srnet.py"
+KEPT_KEY = "srnet_kept_units"
 
 
 def shrink_model(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module:
     """A plain copy of ``model`` without the heads and neurons that ``masks`` (group gates) prune.
 
-    ``config.srnet_linear_shapes`` records the new shapes.  Unstructured masks are refused.
+    ``config.srnet_linear_shapes`` records the new shapes and ``config.srnet_kept_units`` the heads
+    (neurons) each layer keeps; ``num_attention_heads`` and ``intermediate_size`` stay the
+    backbone's (the forward reshapes by head size).  Unstructured masks are refused.
     """
     groups = model_groups(model)
     loose = [name for name in masks if name not in groups]
@@ -65,16 +68,19 @@ def shrink_model(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Modu
             module.weight.copy_(weight)
             if bias is not None:
                 module.bias.copy_(bias)
+    baked.__class__ = SHRUNK_CLASSES[baked.config.model_type]  # what it now is (saved as architectures)
     setattr(baked.config, SHAPES_KEY, shapes)
+    setattr(baked.config, KEPT_KEY, {name: int(gate.bool().sum()) for name, gate in sorted(masks.items())})
     return baked
 
 
 def prepare_remote_code(model: nn.Module, folder: Path) -> None:
-    """Name the shrunk class in the config's ``auto_map`` and write its modeling file to ``folder``."""
+    """Name the shrunk class in the config (``architectures`` and ``auto_map``) and write its
+    modeling file to ``folder``."""
     family = model.config.model_type
-    model.config.auto_map = {
-        "AutoModelForSequenceClassification": f"modeling_srnet.{SHRUNK_CLASSES[family].__name__}"
-    }
+    name = SHRUNK_CLASSES[family].__name__
+    model.config.architectures = [name]
+    model.config.auto_map = {"AutoModelForSequenceClassification": f"modeling_srnet.{name}"}
     source = Path(shrunk_modeling.__file__).read_text()  # self-contained: torch and transformers only
     (folder / MODELING_FILENAME).write_text(source)
 
