@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -319,8 +320,18 @@ def export_masked(
             f"(the backbone before fine-tuning, or another fine-tuned model): pass {belongs}, or --force "
             "to bake them into this model anyway"
         )
+    card = _card_context(Path(model)) if RunDir(Path(model)).complete else {}
     return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=shrink,
-                        onnx=onnx, baked=baked)
+                        onnx=onnx, baked=baked, **card)
+
+
+def _card_context(folder: Path) -> dict:
+    """What a finished run tells its export's model card: metrics, attack summaries, recipe."""
+    from srnet.experiments.aggregate import load_attacks
+
+    run = RunDir(folder)
+    return {"metrics": json.loads(run.metrics.read_text(encoding="utf-8")), "attacks": load_attacks(folder),
+            "recipe": run.config.read_text(encoding="utf-8") if run.config.is_file() else None}
 
 
 def _mask_run(masks: str | Path) -> Path | None:

@@ -1,7 +1,8 @@
 """The srnet export folder: write one (:func:`export_model`) and read one back (:func:`load_model`).
 
 An export is a plain Hugging Face checkpoint that ``from_pretrained`` loads as is (masks baked
-into the weights by :mod:`srnet.export.bake`), its tokenizer and ``srnet_export.json``; with
+into the weights by :mod:`srnet.export.bake`), its tokenizer, ``srnet_export.json`` and a model
+card (``README.md``, :mod:`srnet.export.card`); with
 ``shrink`` the pruned heads and neurons are removed (:mod:`srnet.export.shrink`), with ``onnx``
 it also carries ``model.onnx`` (:mod:`srnet.export.onnx`).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -22,6 +24,7 @@ from srnet.export.bake import (
     masked_weight_sparsity,
     parametrized_modules,
 )
+from srnet.export.card import CARD_FILENAME, model_card
 from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
 from srnet.io import atomic_folder, atomic_write_json
 from srnet.models.loading import quiet_transformers
@@ -42,6 +45,9 @@ def export_model(
     shrink: bool = False,
     onnx: bool = False,
     baked: nn.Module | None = None,
+    metrics: Mapping[str, Any] | None = None,
+    attacks: Mapping[str, Mapping[str, Any]] | None = None,
+    recipe: str | None = None,
 ) -> Path:
     """Bake ``masks`` into ``model`` and save it, the tokenizer and ``srnet_export.json``.
 
@@ -52,7 +58,8 @@ def export_model(
     heads and neurons are removed (:func:`srnet.export.shrink.shrink_model`) and the folder also
     carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.  With ``onnx``, it also
     carries ``model.onnx`` (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence
-    axes, checked against PyTorch's logits; needs ``srnet[onnx]``).
+    axes, checked against PyTorch's logits; needs ``srnet[onnx]``).  The model card states the
+    pruning and, when given, the run's ``metrics``, ``attacks`` summaries and ``recipe`` (YAML).
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
     half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
@@ -77,7 +84,7 @@ def export_model(
         "per_matrix": per_matrix,
     }
     if shrink:
-        from srnet.export.shrink import SHAPES_KEY, shrink_model
+        from srnet.export.shrink import KEPT_KEY, SHAPES_KEY, shrink_model
 
         dense = sum(p.numel() for p in baked.parameters())
         baked = shrink_model(model, masks)
@@ -85,6 +92,7 @@ def export_model(
             "parameters": sum(p.numel() for p in baked.parameters()),
             "dense_parameters": dense,
             "linear_shapes": getattr(baked.config, SHAPES_KEY),
+            "kept_units": getattr(baked.config, KEPT_KEY),
         }
 
     def write(staging: Path) -> None:
@@ -98,6 +106,8 @@ def export_model(
             baked.save_pretrained(staging)
             tokenizer.save_pretrained(staging)
         atomic_write_json(staging / EXPORT_INFO_FILENAME, info)
+        card = model_card(info, metrics=metrics, attacks=attacks, recipe=recipe)
+        (staging / CARD_FILENAME).write_text(card, encoding="utf-8")
 
     return atomic_folder(out, write)
 

@@ -1,0 +1,98 @@
+"""The model card of an export (``README.md``): Hugging Face front matter and what srnet knows.
+
+The front matter is ``huggingface_hub``'s :class:`~huggingface_hub.ModelCardData` (``library_name:
+transformers``, ``base_model`` where it is a hub id, tags such as ``pruning``); the body states how
+the subnetwork was pruned (method, granularity, sparsity, heads/neurons kept), the figures of the
+run it came from (ID, easy/hard, challenge sets with their collapse flag, attacks), the recipe,
+and how to load it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import ModelCard, ModelCardData
+
+CARD_FILENAME = "README.md"
+DEFAULT_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+"""The hub id of the bundled default backbone (``model.name: default``)."""
+
+
+def model_card(info: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = None,
+               attacks: Mapping[str, Mapping[str, Any]] | None = None, recipe: str | None = None) -> str:
+    """The card's text for an export described by ``info`` (its ``srnet_export.json``), with the
+    run's ``metrics.json``, attack summaries and recipe (YAML) when they are known."""
+    masks = info.get("masks") or {}
+    shrunk = info.get("shrunk")
+    base = _hub_id(masks.get("base_model") or (metrics or {}).get("model"))
+    tags = ["srnet", "pruning", "sparsity"] + (["structured-pruning"] if shrunk else [])
+    if masks.get("method"):
+        tags.append(f"srnet-{masks['method']}")
+    data = ModelCardData(library_name="transformers", base_model=base,
+                         pipeline_tag="text-classification", tags=tags)
+    lines = [f"# {(metrics or {}).get('run') or 'srnet export'}", "", *_pruning(info, masks, shrunk)]
+    if metrics:
+        lines += ["", *_results(metrics)]
+    if attacks:
+        lines += ["", "## Attacks", "", "| attack | Clean% | Aua% | Suc% | #Query |", "|---|---|---|---|---|"]
+        lines += [f"| {name} | {s.get('clean', 0):.1f} | {s.get('aua', 0):.1f} | "
+                  f"{s.get('success_rate', 0):.1f} | {s.get('avg_queries', 0):.1f} |"
+                  for name, s in sorted(attacks.items())]
+    lines += ["", *_loading(shrunk)]
+    if recipe:
+        lines += ["", "## Recipe", "", "```yaml", recipe.rstrip(), "```"]
+    content = f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines) + "\n"
+    return str(ModelCard(content))
+
+
+def _hub_id(name: str | None) -> str | None:
+    """A hub id for ``base_model``: the default's, a name that is not a local path, else None."""
+    if not name or name == "default":
+        return DEFAULT_HUB_ID if name else None
+    looks_local = name.startswith((".", "/", "~")) or Path(name).exists() or name.count("/") != 1
+    return None if looks_local else name
+
+
+def _pruning(info: Mapping[str, Any], masks: Mapping[str, Any],
+             shrunk: Mapping[str, Any] | None) -> list[str]:
+    if not masks:
+        return ["A dense model exported by [srnet](https://pypi.org/project/srnet/) (no masks)."]
+    lines = [f"A subnetwork found by srnet: method `{masks.get('method')}`, granularity "
+             f"`{masks.get('granularity')}`, target sparsity {masks.get('target_sparsity')}, measured "
+             f"sparsity of the masked weights {info.get('sparsity', 0):.4f}, found on "
+             f"`{masks.get('base_model')}`."]
+    if shrunk:
+        lines += ["", f"Pruned heads and FFN neurons are removed: {shrunk['parameters']:,} parameters of "
+                  f"{shrunk['dense_parameters']:,}."]
+        kept = shrunk.get("kept_units") or {}
+        if kept:
+            lines += ["", "| group | kept |", "|---|---|", *(f"| {k} | {v} |" for k, v in kept.items())]
+    return lines
+
+
+def _results(metrics: Mapping[str, Any]) -> list[str]:
+    lines = ["## Results of the run", "", "| split | kind | primary | easy | hard | gap | collapsed |",
+             "|---|---|---|---|---|---|---|"]
+    for kind, label in (("id", "ID"), ("ood", "challenge")):
+        for split, block in (metrics.get(kind) or {}).items():
+            easy_hard = block.get("easy_hard") or {}
+            gap = block.get("shortcut_gap", easy_hard.get("gap"))
+            cells = [_num(block.get("primary")), _num(easy_hard.get("easy")), _num(easy_hard.get("hard")),
+                     _num(gap), "yes" if block.get("collapsed") else "no"]
+            lines.append(f"| {split} | {label} | " + " | ".join(cells) + " |")
+    lines += ["", "gap: easy − hard on an ID split (RMC's protocol), the shortcut gap on a challenge set "
+              "(0 = none); a collapsed model predicts one class for ≥ 95% of a split."]
+    return lines
+
+
+def _loading(shrunk: Mapping[str, Any] | None) -> list[str]:
+    code = ("AutoModelForSequenceClassification.from_pretrained(path, trust_remote_code=True)" if shrunk
+            else "AutoModelForSequenceClassification.from_pretrained(path)")
+    return ["## How to load it", "", "```python",
+            "from transformers import AutoModelForSequenceClassification", "", f"model = {code}", "```"]
+
+
+def _num(value: Any) -> str:
+    return "–" if value is None else f"{value:.4f}"
