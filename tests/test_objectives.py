@@ -43,7 +43,7 @@ def grads(model) -> dict[str, torch.Tensor]:
 
 
 def test_registry_names_and_bad_input():
-    assert available_objectives() == ["distill", "freelb", "mlm", "mlm+distill", "standard"]
+    assert available_objectives() == ["distill", "freelb", "kd", "mlm", "mlm+distill", "standard"]
     with pytest.raises(ValueError, match="already registered"):
         register_objective("standard")(Objective)
     with pytest.raises(SrnetError, match="unknown objective 'adv'"):

@@ -64,7 +64,8 @@ class TaskRun(RunKind):
         loss = extras = None
         if data.train is not None:
             loss = build_loss(recipe.loss.name, recipe.loss.params)
-            extras = loss_extras(recipe, task, loss, data.train)
+            objective = build_objective(recipe.objective.name, recipe.objective.params)
+            extras = loss_extras(recipe, task, loss, data.train, objective.requires)
         method = build_method(recipe.pruning, recipe.seed)
         resolve_mixed_precision(recipe.training.mixed_precision)  # e.g. bf16 on a CPU without it
         selection_split(recipe, data)  # training.select_on names a split of the recipe
@@ -200,14 +201,16 @@ def _dev_metric(recipe: Recipe, task: Task, tokenizer, dev: tuple[DataSpec, list
     return metric
 
 
-def loss_extras(recipe: Recipe, task: Task, loss, train: list[Example]) -> dict[str, np.ndarray]:
-    """Per-example arrays the loss needs (bias log-probs, teacher probs, difficulty), by example id."""
+def loss_extras(recipe: Recipe, task: Task, loss, train: list[Example],
+                also: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Per-example arrays the loss (and, ``also``, the objective) needs: bias log-probs, teacher
+    probs, difficulty, by example id."""
     from srnet.bias import load_bias_log_probs, load_difficulty, load_teacher_probs
 
     ids = [ex.id for ex in train]
     cfg = recipe.loss
     extras: dict[str, np.ndarray] = {}
-    needs = set(loss.requires)
+    needs = set(loss.requires) | set(also)
     if "bias_log_probs" in needs:
         path = cfg.bias_predictions
         if path is None and recipe.bias_dir:
@@ -217,7 +220,10 @@ def loss_extras(recipe: Recipe, task: Task, loss, train: list[Example]) -> dict[
         extras["bias_log_probs"] = load_bias_log_probs(path, ids, len(task.labels), labels=task.labels)
     if "teacher_probs" in needs:
         if not cfg.teacher:
-            raise SrnetError(f"loss '{cfg.name}' needs loss.teacher (a run directory or predictions file)")
+            who = (f"loss '{cfg.name}'" if "teacher_probs" in loss.requires
+                   else f"objective '{recipe.objective.name}'")
+            raise SrnetError(f"{who} needs loss.teacher (a run directory or predictions file of the teacher "
+                             "on the training split)")
         extras["teacher_probs"] = load_teacher_probs(cfg.teacher, ids, len(task.labels), task=task.name)
     if "difficulty" in needs:
         if not cfg.difficulty:

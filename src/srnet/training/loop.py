@@ -219,7 +219,7 @@ class Trainer:
                         progress=self.state.step / self.steps,
                         penalty=self.method.penalty, backward=self.accelerator.backward, clip=self._clip,
                     )
-                running.append(self._mean_over_processes(logs["loss"]))
+                running.append({k: self._mean_over_processes(v) for k, v in logs.items()})
                 if not self.accelerator.sync_gradients:
                     continue
                 if not self.optimizer.step_was_skipped:  # fp16: an inf/nan step is skipped
@@ -370,15 +370,20 @@ class Trainer:
         self.state = TrainState(**saved["state"])
         self._log({"event": "resume", "step": self.state.step})
 
-    def _log_train(self, losses: list[float], started: float, bar) -> None:
+    def _log_train(self, logged: list[dict[str, float]], started: float, bar) -> None:
+        """One log line: the mean of each value the objective logged (``loss``, and e.g. its
+        distillation terms) since the last line."""
+        count = max(1, len(logged))
+        means = {key: sum(entry[key] for entry in logged) / count for key in (logged[0] if logged else {})}
         entry = {
             "step": self.state.step,
             "event": "train",
             "epoch": self.state.epoch,
-            "loss": sum(losses) / max(1, len(losses)),
+            "loss": means.pop("loss", 0.0),
             "lr": self.scheduler.get_last_lr()[0],
-            "s_per_step": (time.perf_counter() - started) / max(1, len(losses)),
+            "s_per_step": (time.perf_counter() - started) / count,
             "target_sparsity": self.method.current_sparsity(self.state.step),
+            **means,
         }
         bar.set_postfix(loss=f"{entry['loss']:.4f}")
         self._log(entry)

@@ -1,5 +1,6 @@
 """Training objectives behind one registry: ``standard`` and ``freelb`` (labelled tasks);
-``mlm``, ``distill`` and ``mlm+distill`` (task ``text``, :mod:`.pretraining`).
+``kd`` (the task loss plus distillation from a dense teacher, :mod:`.kd`); ``mlm``, ``distill`` and
+``mlm+distill`` (task ``text``, :mod:`.pretraining`).
 
 Adding an objective is one module with its class and its registry line, imported here::
 
@@ -9,7 +10,7 @@ Adding an objective is one module with its class and its registry line, imported
         def step(self, model, batch, loss, *, progress, penalty, backward): ...
 """
 
-from srnet.training.objectives import freelb, pretraining, standard  # noqa: F401  (registration)
+from srnet.training.objectives import freelb, kd, pretraining, standard  # noqa: F401  (registration)
 from srnet.training.objectives.base import (
     OBJECTIVES,
     Objective,

@@ -43,6 +43,12 @@ class Objective(ABC):
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params = params if params is not None else self.params_model()
 
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """Per-example extras the objective reads from the batch (e.g. ``teacher_probs``), on top
+        of what the loss requires.  Default: none."""
+        return ()
+
     def setup(self, model: nn.Module, tokenizer) -> None:
         """Called once by the trainer after the pruning method is prepared and before the optimizer
         is built: check what the objective needs (e.g. a mask token) and make the parameters it

@@ -1,0 +1,104 @@
+"""The ``kd`` objective: the task loss plus distillation from a dense teacher (CoFi-style).
+
+``loss = task_weight · task loss + pred_weight · T² · KL(teacher_T ‖ student_T)
++ hidden_weight · d(h_student, h_teacher)`` (+ the pruning method's penalty).
+
+* **Prediction layer:** the teacher's probabilities on the training set come from ``loss.teacher``
+  (a run directory's ``predictions/train.jsonl`` or a predictions file, e.g. a sweep's ``predict``
+  stage: the cached-teacher path ``conf_reg`` uses); at temperature T its distribution is
+  ``softmax(log p / T)``, the same as ``softmax(logits / T)``.
+* **Hidden states:** layer i of the student is matched to layer i of the teacher (a fixed mapping:
+  head/neuron pruning keeps every layer, an emptied one passes its input through), with the
+  distance of TAMT's ``distill``; the teacher is the run's own model with its masks lifted
+  (:func:`~srnet.training.objectives.pretraining.teacher_hidden_states`), which is the dense
+  starting model only while the weights stay frozen (``mask_train``, ``l0``): a method that trains
+  the weights is refused for this term.
+
+A debiasing loss as the task loss (``poe``, ``rmc``) is allowed: the student then follows the
+teacher it is given, so a debiased student should distil from a debiased teacher (the dense PoE
+run's predictions), not from the biased CE model.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from accelerate.utils import extract_model_from_parallel
+from pydantic import BaseModel, ConfigDict, Field
+from torch import nn
+from torch.nn.utils import parametrize
+
+from srnet.errors import SrnetError
+from srnet.losses import TEACHER
+from srnet.training.data import model_inputs
+from srnet.training.objectives.base import Objective, loss_extras, register_objective, with_penalty
+from srnet.training.objectives.pretraining import check_layers, hidden_distance, teacher_hidden_states
+
+
+class KDParams(BaseModel):
+    """Weights of the task loss and of the two distillation terms."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_weight: float = Field(1.0, ge=0.0, description="weight of the recipe's task loss")
+    pred_weight: float = Field(
+        1.0, ge=0.0, description="weight of T² · KL(teacher ‖ student) at temperature T (needs loss.teacher)"
+    )
+    temperature: float = Field(2.0, gt=0.0, description="distillation temperature T")
+    hidden_weight: float = Field(
+        0.0, ge=0.0, description="weight of the hidden-state term (frozen-weight methods: mask_train, l0)"
+    )
+    layers: list[int] | None = Field(None, description="hidden-state term: layers 1..L matched (null: all)")
+    distance: Literal["mse", "cosine"] = Field("mse", description="hidden-state term: per-token distance")
+
+
+@register_objective("kd")
+class KnowledgeDistillation(Objective):
+    """Task loss plus prediction-layer (cached teacher probabilities) and hidden-state distillation."""
+
+    params_model = KDParams
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return (TEACHER,) if self.params.pred_weight > 0 else ()
+
+    def setup(self, model: nn.Module, tokenizer) -> None:
+        if self.params.hidden_weight == 0:
+            return
+        self.layers = check_layers(self.params.layers, model)
+        trained = [name for name, m in model.named_modules() if parametrize.is_parametrized(m, "weight")
+                   and m.parametrizations.weight.original.requires_grad]
+        if trained:
+            raise SrnetError(
+                f"objective kd: hidden_weight needs frozen weights (pruning method mask_train or l0), "
+                f"but '{trained[0]}' trains: its unmasked weights would drift from the dense teacher"
+            )
+
+    def step(self, model, batch, loss, *, progress, penalty, backward) -> dict[str, float]:
+        p = self.params
+        inputs = model_inputs(extract_model_from_parallel(model), batch)
+        hidden = p.hidden_weight > 0
+        out = model(**inputs, output_hidden_states=hidden)
+        logits = out.logits.float()
+        logs: dict[str, float] = {}
+        total = p.task_weight * loss(logits, batch["labels"], loss_extras(batch), progress)
+        if p.pred_weight > 0:
+            teacher = F.log_softmax(batch[TEACHER].float().clamp_min(1e-12).log() / p.temperature, dim=-1)
+            student = F.log_softmax(logits / p.temperature, dim=-1)
+            kl = F.kl_div(student, teacher, log_target=True, reduction="batchmean") * p.temperature ** 2
+            total = total + p.pred_weight * kl
+            logs["kd_pred"] = kl.item()
+        if hidden:
+            base = extract_model_from_parallel(model)
+            encoder_inputs = {k: v for k, v in inputs.items() if k != "labels"}
+            with torch.no_grad():
+                targets = teacher_hidden_states(base, encoder_inputs)
+            distance = hidden_distance(out.hidden_states, targets, inputs["attention_mask"], self.layers,
+                                       p.distance)
+            total = total + p.hidden_weight * distance
+            logs["kd_hidden"] = distance.item()
+        value = with_penalty(total, penalty)
+        backward(value)
+        return {"loss": value.item(), **logs}

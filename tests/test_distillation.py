@@ -1,0 +1,114 @@
+"""The ``kd`` objective: task loss + prediction-layer KL to cached teacher probabilities + hidden
+states matched to the dense model, composable with any loss and the pruning methods."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import merge, tiny_recipe
+from srnet import api
+from srnet.errors import SrnetError
+from srnet.experiments.predict import predict_run_split
+from srnet.tasks import generate_synthetic
+from srnet.training.objectives import build_objective
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory, tiny_model_dir):
+    """A dense fine-tuned tiny model and its predictions on the training split."""
+    root = tmp_path_factory.mktemp("kd")
+    run = api.run(tiny_recipe(root, tiny_model_dir, "dense")).run_dir
+    predict_run_split(run, "train")
+    return run
+
+
+def kd_recipe(root, model, teacher, name, pruning, loss="ce", **kd) -> dict:
+    spec = tiny_recipe(root, model, name, pruning=pruning, loss={"name": loss, "teacher": str(teacher)},
+                       objective={"name": "kd", "params": kd})
+    return merge(spec, {"model": {"init_from": str(teacher)}})
+
+
+def log_entries(run) -> list[dict]:
+    return [e for e in map(json.loads, (run / "log.jsonl").open()) if e.get("event") == "train"]
+
+
+def test_kl_term_is_zero_for_the_teacher_itself_and_scaled_by_t_squared():
+    objective = build_objective("kd", {"task_weight": 0.0, "pred_weight": 1.0, "temperature": 3.0})
+    logits = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.2, 0.3]], requires_grad=True)
+
+    class Tiny(torch.nn.Module):
+        def forward(self, **_):
+            return type("Out", (), {"logits": logits, "hidden_states": None})()
+
+    batch = {"input_ids": torch.zeros(2, 4, dtype=torch.long), "attention_mask": torch.ones(2, 4),
+             "labels": torch.tensor([0, 1]), "teacher_probs": F.softmax(logits.detach(), dim=-1)}
+    logs = objective.step(Tiny(), batch, lambda *a: torch.tensor(0.0), progress=0.0, penalty=lambda: None,
+                          backward=lambda v: None)
+    assert logs["kd_pred"] == pytest.approx(0.0, abs=1e-6)
+    batch["teacher_probs"] = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    logs = objective.step(Tiny(), batch, lambda *a: torch.tensor(0.0), progress=0.0, penalty=lambda: None,
+                          backward=lambda v: None)
+    t = F.log_softmax(batch["teacher_probs"].clamp_min(1e-12).log() / 3.0, dim=-1)
+    s = F.log_softmax(logits.detach() / 3.0, dim=-1)
+    expected = (t.exp() * (t - s)).sum(-1).mean() * 9.0
+    assert logs["kd_pred"] == pytest.approx(expected.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize(("method", "granularity", "loss", "hidden"), [
+    ("mask_train", "head+neuron", "ce", 1.0),   # structured mask training: both terms
+    ("l0", "head+neuron", "poe", 1.0),          # structured L0 with a debiasing task loss
+    ("omp", "head+neuron", "ce", 0.0),          # structured OMP + recovery: weights train, KL only
+    ("imp", "unstructured", "ce", 0.0),         # unstructured
+])
+def test_kd_runs_with_structured_and_unstructured_methods(tmp_path, tiny_model_dir, teacher, method,
+                                                          granularity, loss, hidden):
+    pruning = {"method": method, "sparsity": 0.5, "granularity": granularity}
+    if loss == "poe":
+        bias = tmp_path / "bias.jsonl"
+        ids = [ex.id for ex in generate_synthetic("train", 48, seed=0)]
+        rows = [{"id": i, "probs": [0.5, 0.25, 0.25]} for i in ids]
+        bias.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = kd_recipe(tmp_path, tiny_model_dir, teacher, "kd", pruning, loss, hidden_weight=hidden,
+                     pred_weight=0.5)
+    if loss == "poe":
+        spec["loss"]["bias_predictions"] = str(bias)
+    result = api.run(spec)
+    entries = log_entries(result.run_dir)
+    assert entries and all("kd_pred" in e for e in entries)
+    assert all(("kd_hidden" in e) == (hidden > 0) for e in entries)
+    assert result.metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.01)
+
+
+def test_kd_changes_what_is_learned(tmp_path, tiny_model_dir, teacher):
+    """The same OMP recovery with and without the KL term ends with other weights."""
+    from transformers import AutoModelForSequenceClassification
+
+    pruning = {"method": "omp", "sparsity": 0.5}
+    plain = api.run(merge(tiny_recipe(tmp_path, tiny_model_dir, "plain", pruning=pruning),
+                          {"model": {"init_from": str(teacher)}})).run_dir
+    kd = api.run(kd_recipe(tmp_path, tiny_model_dir, teacher, "kd", pruning, pred_weight=5.0)).run_dir
+    a, b = (AutoModelForSequenceClassification.from_pretrained(r / "model").state_dict() for r in (plain, kd))
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"objective": {"name": "kd", "params": {"pred_weight": -1}}}, "parameter 'pred_weight' = -1"),
+    ({"objective": {"name": "kd", "params": {"temperature": 0}}}, "parameter 'temperature' = 0"),
+    ({"loss": {"teacher": None}}, "objective 'kd' needs loss.teacher"),
+    ({"loss": {"teacher": "/no/such/run"}}, "/no/such/run"),
+    ({"objective": {"name": "kd", "params": {"hidden_weight": 1, "layers": [9]}}}, "out of range"),
+    ({"objective": {"name": "kd", "params": {"hidden_weight": 1}}, "pruning": {"method": "omp"}},
+     "hidden_weight needs frozen weights"),
+])
+def test_kd_bad_input_is_one_line(tmp_path, tiny_model_dir, teacher, change, message):
+    spec = kd_recipe(tmp_path, tiny_model_dir, teacher, "bad", {"method": "mask_train", "sparsity": 0.5})
+    for key, value in change.items():
+        spec[key] = {**spec[key], **value} if key != "objective" else value
+    with pytest.raises(SrnetError, match=message) as info:
+        api.run(spec)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "bad").exists() or "hidden_weight" in message or "range" in message
