@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 
 from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
@@ -330,8 +331,9 @@ def _card_context(folder: Path) -> dict:
     from srnet.experiments.aggregate import load_attacks
 
     run = RunDir(folder)
+    recipe = yaml.safe_load(run.config.read_text(encoding="utf-8")) if run.config.is_file() else None
     return {"metrics": json.loads(run.metrics.read_text(encoding="utf-8")), "attacks": load_attacks(folder),
-            "recipe": run.config.read_text(encoding="utf-8") if run.config.is_file() else None}
+            "recipe": recipe}
 
 
 def _mask_run(masks: str | Path) -> Path | None:

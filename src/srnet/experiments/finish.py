@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from srnet.config import Recipe, dump_recipe
+from srnet.config import Recipe
 from srnet.evaluation.mask_analysis import mask_movement, sparsity_table
 from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
@@ -66,7 +66,7 @@ def finish_run(outcome: Outcome) -> dict:
         if any(layer is not None for _, layer in map(classify_weight, masks)):
             plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(outcome.masked, masks or {}, outcome.tokenizer, run.model, metadata=metadata,
-                 overwrite=True, baked=outcome.baked, metrics=metrics, recipe=dump_recipe(recipe))
+                 overwrite=True, baked=outcome.baked, metrics=metrics, recipe=recipe.model_dump(mode="json"))
     metrics["time_s"] = round(time.perf_counter() - outcome.started, 1)
     atomic_write_json(run.metrics, metrics)
     shutil.rmtree(run.checkpoints, ignore_errors=True)

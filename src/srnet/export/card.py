@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
 from huggingface_hub import ModelCard, ModelCardData
 
 CARD_FILENAME = "README.md"
@@ -21,9 +22,11 @@ DEFAULT_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def model_card(info: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = None,
-               attacks: Mapping[str, Mapping[str, Any]] | None = None, recipe: str | None = None) -> str:
+               attacks: Mapping[str, Mapping[str, Any]] | None = None,
+               recipe: Mapping[str, Any] | None = None) -> str:
     """The card's text for an export described by ``info`` (its ``srnet_export.json``), with the
-    run's ``metrics.json``, attack summaries and recipe (YAML) when they are known."""
+    run's ``metrics.json``, attack summaries and resolved recipe when they are known (the
+    recipe's ``output_dir``, where the run happened to be written, is left out)."""
     masks = info.get("masks") or {}
     shrunk = info.get("shrunk")
     base = _hub_id(masks.get("base_model") or (metrics or {}).get("model"))
@@ -42,7 +45,8 @@ def model_card(info: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = N
                   for name, s in sorted(attacks.items())]
     lines += ["", *_loading(shrunk)]
     if recipe:
-        lines += ["", "## Recipe", "", "```yaml", recipe.rstrip(), "```"]
+        shown = {key: value for key, value in recipe.items() if key != "output_dir"}
+        lines += ["", "## Recipe", "", "```yaml", yaml.safe_dump(shown, sort_keys=False).rstrip(), "```"]
     content = f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines) + "\n"
     return str(ModelCard(content))
 

@@ -47,7 +47,7 @@ def export_model(
     baked: nn.Module | None = None,
     metrics: Mapping[str, Any] | None = None,
     attacks: Mapping[str, Mapping[str, Any]] | None = None,
-    recipe: str | None = None,
+    recipe: Mapping[str, Any] | None = None,
 ) -> Path:
     """Bake ``masks`` into ``model`` and save it, the tokenizer and ``srnet_export.json``.
 
