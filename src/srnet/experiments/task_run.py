@@ -31,7 +31,7 @@ from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.training.data import EncodedDataset
 from srnet.training.loop import DevMetric, Trainer
-from srnet.training.objectives import build_objective
+from srnet.training.objectives import Objective, build_objective
 from srnet.training.objectives.pretraining import Pretraining
 from srnet.training.precision import resolve_mixed_precision
 
@@ -46,6 +46,7 @@ class Prepared:
     tokenizer: object
     model: torch.nn.Module
     method: PruningMethod
+    objective: Objective
     loss: object | None
     extras: dict[str, np.ndarray]
 
@@ -57,14 +58,14 @@ class TaskRun(RunKind):
     def prepare(self, recipe: Recipe, task: Task) -> Prepared:
         """Build the loss and method, read every file they need and load the model: any bad
         input fails here, before the run folder is created."""
-        if isinstance(build_objective(recipe.objective.name, recipe.objective.params), Pretraining):
+        objective = build_objective(recipe.objective.name, recipe.objective.params)
+        if isinstance(objective, Pretraining):
             raise SrnetError(f"objective '{recipe.objective.name}' trains on raw text (task: text), "
                              f"not on task {task.name}")
         data = load_run_data(recipe, task)
         loss = extras = None
         if data.train is not None:
             loss = build_loss(recipe.loss.name, recipe.loss.params)
-            objective = build_objective(recipe.objective.name, recipe.objective.params)
             extras = loss_extras(recipe, task, loss, data.train, objective.requires)
         method = build_method(recipe.pruning, recipe.seed)
         resolve_mixed_precision(recipe.training.mixed_precision)  # e.g. bf16 on a CPU without it
@@ -81,7 +82,7 @@ class TaskRun(RunKind):
         tokenizer = load_tokenizer(source, recipe.model.max_length)
         model = load_classifier(source, task.labels)
         method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
-        return Prepared(task, data, source, tokenizer, model, method, loss, extras or {})
+        return Prepared(task, data, source, tokenizer, model, method, objective, loss, extras or {})
 
     def execute(self, recipe: Recipe, prepared: Prepared, run: RunDir, *, resume: bool, main: bool) -> dict:
         started = time.perf_counter()
@@ -96,7 +97,7 @@ class TaskRun(RunKind):
             trainer = Trainer(
                 model, tokenizer, train_set, recipe.training, ready.loss, run.trainer_files(),
                 seed=recipe.seed, method=method, dev_metric=dev_metric,
-                objective=build_objective(recipe.objective.name, recipe.objective.params),
+                objective=ready.objective,
                 mask_metadata=lambda m: mask_metadata(recipe, method, ready.source, model, m),
             )
             best_step = trainer.train(resume=resume).best_step

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import torch
 import torch.nn.functional as F
 from accelerate.utils import extract_model_from_parallel
 from pydantic import BaseModel, ConfigDict, Field
@@ -91,10 +90,7 @@ class KnowledgeDistillation(Objective):
             total = total + p.pred_weight * kl
             logs["kd_pred"] = kl.item()
         if hidden:
-            base = extract_model_from_parallel(model)
-            encoder_inputs = {k: v for k, v in inputs.items() if k != "labels"}
-            with torch.no_grad():
-                targets = teacher_hidden_states(base, encoder_inputs)
+            targets = teacher_hidden_states(extract_model_from_parallel(model), inputs)
             distance = hidden_distance(out.hidden_states, targets, inputs["attention_mask"], self.layers,
                                        p.distance)
             total = total + p.hidden_weight * distance
