@@ -2,7 +2,8 @@
 # Both create .venv when it is missing (pinned CPU torch from pyproject.toml) and install srnet
 # once; re-running them does not reinstall (the stamp is refreshed only when pyproject.toml changes).
 # The onnx extra (onnx + onnxruntime wheels, ~40 MB, CPU only; the torch pin is untouched) is
-# installed too, so CI runs the ONNX export and ONNX Runtime tests (they skip without it).
+# installed too, so CI runs the ONNX export and ONNX Runtime tests (they skip without it), and so is
+# the attack extra (WordNet data, tagger, inflection tables: `srnet attack wordswap` works offline).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.srnet-installed
@@ -14,7 +15,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e ".[dev,onnx]"
+	$(PY) -m pip install -q -e ".[dev,onnx,attack]"
 	touch $(STAMP)
 
 demo: $(STAMP)

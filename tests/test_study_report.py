@@ -78,6 +78,18 @@ def test_labels_from_tags_then_recipe():
     assert run_labels({"tags": {"sparsity": "high"}})["sparsity"] == 0.0  # a tag cannot replace it
 
 
+def test_runs_that_differ_only_in_their_objective_settings_get_different_labels():
+    def objective(name, **params):
+        return run_labels({"objective": {"name": name, "params": params}}).get("objective")
+
+    assert objective("standard") is None
+    assert objective("kd", pred_weight=1.0, temperature=2.0) == "kd"  # the defaults
+    assert objective("kd", pred_weight=0.0) == "kd pred_weight=0"
+    assert objective("kd", pred_weight=1.0, hidden_weight=0.5) == "kd hidden_weight=0.5"
+    tagged = {"objective": {"name": "kd"}, "tags": {"objective": "distilled"}}
+    assert run_labels(tagged)["objective"] == "distilled"
+
+
 def test_unreadable_run_files_are_one_line_errors(tmp_path):
     run = write_run(tmp_path, "r", seed=1, dev=0.5)
     (run / "metrics.json").write_text('{"id": [1, 2]}')

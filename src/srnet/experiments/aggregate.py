@@ -30,8 +30,10 @@ from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, rules
 from srnet.experiments.rundir import RunDir
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec, LabelScheme
+from srnet.training.objectives import OBJECTIVES
 
 DENSE = "dense"
+STANDARD = "standard"
 LABELS = ("method", "loss", "paradigm", "sparsity")
 """The labels every run gets (further ``tags`` keys are extra labels)."""
 ATTACK_COLUMNS = {"Clean%": "clean", "Aua%": "aua", "Suc%": "success_rate", "#Query": "avg_queries"}
@@ -149,7 +151,24 @@ def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -
         "paradigm": tags.pop("paradigm", "-"),
         "sparsity": 0.0 if method == DENSE else sparsity,
     }
+    objective = tags.pop("objective", None) or objective_label(recipe.get("objective") or {})
+    if objective is not None:
+        labels["objective"] = objective
     return labels | {k: v for k, v in sorted(tags.items()) if k not in labels}
+
+
+def objective_label(objective: dict[str, Any]) -> str | None:
+    """A training objective with its non-default parameters (``kd pred_weight=0``); None for the
+    standard one, so runs that differ only in their objective's settings are never pooled."""
+    name = objective.get("name", STANDARD)
+    if name == STANDARD:
+        return None
+    try:
+        params = OBJECTIVES.params(name, objective.get("params")).model_dump(exclude_defaults=True)
+    except SrnetError:  # an objective this version does not know: its recorded settings as they are
+        params = dict(objective.get("params") or {})
+    values = (f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+    return " ".join([name, *values])
 
 
 def split_schemes(recipe: dict[str, Any], task_name: str | None) -> dict[str, LabelScheme]:
