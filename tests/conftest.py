@@ -124,6 +124,22 @@ def save_tiny_model(path: Path, model_type: str = "bert", num_labels: int = 3, *
     return path
 
 
+def save_borderline_classifier(path: Path, texts: list[str], **config) -> Path:
+    """A tiny random 2-way BERT classifier (:func:`save_tiny_model`, ``config``: its arguments) whose
+    decision boundary sits at the median of ``texts``' logit gaps (head weights scaled up), so one
+    small edit can flip many."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    save_tiny_model(path, num_labels=2, **config)
+    model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+    with torch.no_grad():
+        model.classifier.weight.mul_(50)
+        logits = model(**AutoTokenizer.from_pretrained(path)(texts, padding=True, return_tensors="pt")).logits
+        model.classifier.bias[1] -= float((logits[:, 1] - logits[:, 0]).median()) - 1e-4
+    model.save_pretrained(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dirs(tmp_path_factory) -> Callable[..., Path]:
     """Tiny random classifiers on disk, one per distinct set of :func:`save_tiny_model` arguments,

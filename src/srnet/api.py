@@ -224,8 +224,10 @@ def attack(
     out: str | Path | None = None,
     params: dict[str, Any] | None = None,
     resources: dict[str, Any] | None = None,
+    examples: int = 0,
 ):
-    """Attack a run (or a model with a recipe) on one split; write ``<out>/<attack>.json`` + ``.jsonl``.
+    """Attack a run (or a model with a recipe) on one split; write ``<out>/<attack>.json`` + ``.jsonl``
+    (and ``<attack>_examples.md``, the first ``examples`` successes, when ``examples`` > 0).
 
     Returns an :class:`srnet.experiments.attack.AttackReport`; see that module for the files.
     """
@@ -236,7 +238,7 @@ def attack(
         recipe = run_config
     resolved = as_recipe(recipe, overrides) if recipe is not None else None
     return attack_run(model, resolved, attack, n=n, seed=seed, split=split, out=out, params=params,
-                      resources=resources)
+                      resources=resources, examples=examples)
 
 
 def prune_(

@@ -129,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", default="dev", help="dev, or the name of an eval/challenge split")
     p.add_argument("--out", help="results folder (default RUN/attack)")
+    p.add_argument("--examples", type=int, default=0, metavar="N",
+                   help="also write <out>/<attack>_examples.md: the first N successes, changed words marked")
     p.add_argument("--param", dest="params", action="append", default=[], metavar="KEY=VALUE",
                    help="attack setting, e.g. --param max_fraction=0.2 (repeatable)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
@@ -340,12 +342,13 @@ def cmd_attack(args) -> int:
             raise SrnetError(f"--param {item!r}: expected KEY=VALUE")
         params[key] = yaml.safe_load(value)
     report = api.attack(args.model, args.recipe, args.overrides, attack=args.attack, n=args.n, seed=args.seed,
-                        split=args.split, out=args.out, params=params)
+                        split=args.split, out=args.out, params=params, examples=args.examples)
     s = report.summary
     row = {k: s[k] for k in ("total", "skipped", "successful", "failed", "clean", "aua", "success_rate",
                              "avg_queries")}
     print(format_table([row], list(row)))
-    print(f"\nwrote {report.summary_path} and {report.examples_path}")
+    written = [report.summary_path, report.examples_path, report.review_path]
+    print(f"\nwrote {', '.join(str(p) for p in written if p)}")
     return 0
 
 

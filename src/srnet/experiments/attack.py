@@ -1,7 +1,8 @@
 """``srnet attack``: attack a run's (or a plain model's) predictions on one split and write the results.
 
 Writes ``<out>/<attack>.json`` (TextAttack's summary: counts, Clean%, Aua%, Suc%, #Query) and
-``<out>/<attack>.jsonl`` (one row per example: original, perturbed text, queries, result).  The
+``<out>/<attack>.jsonl`` (one row per example: original, perturbed text, queries, result) and, with
+``examples``, ``<out>/<attack>_examples.md`` (the first successes, changed words highlighted).  The
 default ``<out>`` of a run is ``RUN/attack``.  Every "successful" perturbation is re-scored in a
 fresh batch with the ordinary prediction path; one that does not flip the prediction is counted
 as failed (``rescore_rejected``).
@@ -22,6 +23,7 @@ from srnet.errors import SrnetError
 from srnet.evaluation.attacks import AttackOutcome, Victim, attack_metrics, build_attack
 from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits
+from srnet.experiments.attack_examples import write_examples
 from srnet.experiments.data import data_base_dir
 from srnet.experiments.predict import find_split
 from srnet.experiments.rundir import RunDir
@@ -38,6 +40,8 @@ class AttackReport:
     summary_path: Path
     examples_path: Path
     summary: dict
+    review_path: Path | None = None
+    """``<attack>_examples.md`` (the first successes, for review); None without ``examples``."""
 
 
 def attack_run(
@@ -51,12 +55,16 @@ def attack_run(
     out: str | Path | None = None,
     params: dict[str, Any] | None = None,
     resources: dict[str, Any] | None = None,
+    examples: int = 0,
 ) -> AttackReport:
     """Attack ``n`` examples (all when None) of ``split`` of ``model`` (a run directory or a model).
 
     ``recipe`` defaults to a run's own ``config.yaml``; ``resources`` are passed to the attack
-    (e.g. ``neighbours=SynonymTable(...)``).
+    (e.g. ``neighbours=SynonymTable(...)``); ``examples`` > 0 writes the first that many successes
+    to ``<attack>_examples.md``.
     """
+    if examples < 0:
+        raise SrnetError(f"--examples {examples}: must be 0 or more")
     run = RunDir(Path(model))
     is_run = run.model.is_dir()
     if recipe is None:
@@ -70,12 +78,13 @@ def attack_run(
     attacker = build_attack(attack, params, **(resources or {}))
     task = get_task(recipe.task)
     spec = find_split(recipe, split)
-    examples = load_examples(task, spec, base_dir=data_base_dir(recipe))
-    if n is not None and not 1 <= n <= len(examples):
-        raise SrnetError(f"--n {n}: split '{split_name(spec)}' has {len(examples)} examples")
-    if not any((ex.text_b if ex.text_b is not None else ex.text_a).strip() for ex in examples):
+    dataset = load_examples(task, spec, base_dir=data_base_dir(recipe))
+    if n is not None and not 1 <= n <= len(dataset):
+        raise SrnetError(f"--n {n}: split '{split_name(spec)}' has {len(dataset)} examples")
+    if not any((ex.text_b if ex.text_b is not None else ex.text_a).strip() for ex in dataset):
         raise SrnetError(f"task '{task.name}' split '{split_name(spec)}' has no text field to attack")
-    chosen = _choose(len(examples), n, seed)
+    chosen = _choose(len(dataset), n, seed)
+    attacked = [dataset[i] for i in chosen]
 
     source = str(run.model) if is_run else model
     tokenizer = load_tokenizer(source)
@@ -88,12 +97,12 @@ def attack_run(
 
     started = time.perf_counter()
     outcomes = [
-        attacker.attack(victim, (examples[i].text_a, examples[i].text_b), examples[i].label,
+        attacker.attack(victim, (dataset[i].text_a, dataset[i].text_b), dataset[i].label,
                         np.random.default_rng([seed, i]))
         for i in tqdm(chosen, desc=f"attack {attack}", leave=False)
     ]
     elapsed = time.perf_counter() - started
-    rejected = _rescore(net, tokenizer, [examples[i] for i in chosen], outcomes, recipe, task.labels, space)
+    rejected = _rescore(net, tokenizer, attacked, outcomes, recipe, task.labels, space)
 
     summary = {
         "attack": attack,
@@ -110,11 +119,14 @@ def attack_run(
     }
     out = Path(out)
     names = space.names
-    rows = [{"id": examples[i].id, **asdict(o), "gold": names[o.gold], "pred_before": names[o.pred_before],
-             "pred_after": names[o.pred_after]} for i, o in zip(chosen, outcomes, strict=True)]
+    rows = [{"id": ex.id, **asdict(o), "gold": names[o.gold], "pred_before": names[o.pred_before],
+             "pred_after": names[o.pred_after]} for ex, o in zip(attacked, outcomes, strict=True)]
     examples_path = atomic_write_jsonl(out / f"{attack}.jsonl", rows)
     summary_path = atomic_write_json(out / f"{attack}.json", summary)
-    return AttackReport(summary_path, examples_path, summary)
+    review = out / f"{attack}_examples.md"
+    review.unlink(missing_ok=True)  # a review of an earlier run would contradict the files above
+    review_path = write_examples(review, summary, attacked, outcomes, names, examples) if examples else None
+    return AttackReport(summary_path, examples_path, summary, review_path)
 
 
 def _choose(size: int, n: int | None, seed: int) -> list[int]:

@@ -143,7 +143,8 @@ def bench_warnings(rows: Sequence[dict[str, Any]], load: float | None, cpus: int
     return warnings
 
 
-def _load_average() -> float | None:
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
     try:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -210,7 +211,7 @@ def run_bench(
                              "min_ms": min(t) * 1e3, "max_ms": max(t) * 1e3,
                              "spread": (max(t) - min(t)) / s, "seq_per_s": batch / s,
                              "speedup": medians[0] / s})
-    load = _load_average()
+    load = load_average()
     result = {"environment": bench_environment(), "threads": torch.get_num_threads(), "rounds": rounds,
               "warmup": warmup, "load_average": load,
               "warnings": bench_warnings(rows, load, os.cpu_count() or 1), "rows": rows}

@@ -51,6 +51,10 @@ class NoParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    non_semantic: ClassVar[tuple[str, ...]] = ()
+    """Parameters left out of the stage's key (they change what is written beside the results, not
+    the results), so a finished stage keeps its key when one is added or set."""
+
 
 class Stage(ABC):
     """One kind of step. ``run`` must be safe to call again on a half-written folder."""
@@ -210,6 +214,9 @@ class AttackParams(NoParams):
     split: str = Field("dev", description="dev, or an eval/challenge split name")
     n: int | None = Field(None, ge=1, description="examples attacked (a seeded subset); all when null")
     seed: int = Field(0, description="seed of the subset and of the attacks' random choices")
+    examples: int = Field(0, ge=0, description="first successes written to RUN/attack/<name>_examples.md")
+
+    non_semantic: ClassVar[tuple[str, ...]] = ("examples",)  # a review file: not in the stage key
     params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="attack name -> its parameters, e.g. {wordswap: {neighbours: both}}"
     )
@@ -250,7 +257,7 @@ class Attack(Stage):
                 if done.is_file():
                     continue
                 report = attack_run(run, None, name, n=params.n, seed=params.seed, split=params.split,
-                                    params=params.params.get(name))
+                                    params=params.params.get(name), examples=params.examples)
                 atomic_write_text(done, f"{report.summary_path}\n")
 
 

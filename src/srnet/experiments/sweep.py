@@ -148,7 +148,8 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
             recipe = recipe_from_dict(data_, where)
             params = _params(stage, spec.with_, where)
             deps = sorted(stage_refs([data_, spec.with_]))
-            blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": params,
+            semantic = {k: v for k, v in params.items() if k not in stage.params_model.non_semantic}
+            blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": semantic,
                     "deps": {d: keys[d] for d in deps}}
             key = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
             keys[name] = key

@@ -1,101 +1,96 @@
-"""Static word neighbours for word substitution: WordNet synonyms, embedding neighbours, a table."""
+"""Where substitutes come from: WordNet synonyms, fixed pre-trained embedding neighbours, a table.
+
+A source maps a word and its Penn tag to substitutes already in the word's form (``movies`` ->
+``films``): the word's lemma for its part of speech, the source's lemmas, inflected back to the tag.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from pathlib import Path
 from typing import Protocol
 
 import torch
 
-from srnet.errors import SrnetError
-
-WORDNET_ENV = "SRNET_WORDNET_DIR"
-WORDNET_DIRS = ("/usr/share/wordnet",)
-WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
+from srnet.evaluation.attacks.inflection import inflections, lemma
+from srnet.evaluation.attacks.pos import wordnet_pos
+from srnet.evaluation.attacks.wordnet import WordNet
+from srnet.models.loading import load_tokenizer, resolve_model_name
 
 
 class Neighbours(Protocol):
     """Where substitutes for a word come from."""
 
-    def __call__(self, word: str) -> list[str]:
-        """Candidate substitutes for ``word`` (lower case, best first), never ``word`` itself."""
+    def __call__(self, word: str, tag: str) -> list[str]:
+        """Substitutes for lower-case ``word`` with Penn ``tag``, in its form, best first, never ``word``."""
 
 
 class SynonymTable:
-    """A fixed word -> substitutes table (tests, or a user's own list)."""
+    """A fixed word -> substitutes table, used as given whatever the tag (tests, or a user's own list)."""
 
     def __init__(self, table: Mapping[str, Sequence[str]]) -> None:
         self.table = {k.lower(): [w.lower() for w in v] for k, v in table.items()}
 
-    def __call__(self, word: str) -> list[str]:
+    def __call__(self, word: str, tag: str) -> list[str]:
         return [w for w in self.table.get(word.lower(), []) if w != word.lower()]
 
 
-def wordnet_dir() -> Path:
-    """The folder of WordNet's ``data.*`` files (``$SRNET_WORDNET_DIR`` or Debian's wordnet-base)."""
-    for folder in ([os.environ[WORDNET_ENV]] if os.environ.get(WORDNET_ENV) else list(WORDNET_DIRS)):
-        path = Path(folder)
-        if all((path / name).is_file() for name in WORDNET_FILES):
-            return path
-    raise SrnetError(
-        "WordNet data files not found (looked in "
-        f"{os.environ.get(WORDNET_ENV) or ', '.join(WORDNET_DIRS)}); install Debian's package: "
-        f"apt-get install wordnet-base, or set {WORDNET_ENV} to a folder holding {', '.join(WORDNET_FILES)}"
-    )
+class WordNetSynonyms:
+    """Synonyms from the ``senses`` most frequent WordNet senses of the word's lemma and part of speech."""
+
+    def __init__(self, wordnet: WordNet, senses: int = 2) -> None:
+        self.wordnet, self.senses = wordnet, senses
+
+    def __call__(self, word: str, tag: str) -> list[str]:
+        pos = wordnet_pos(tag)
+        if pos is None:
+            return []
+        own = lemma(word, pos) or word
+        return inflections(self.wordnet.synonyms(own, pos, self.senses), tag, word)
 
 
 @lru_cache(maxsize=2)
-def read_wordnet(folder: Path) -> dict[str, tuple[str, ...]]:
-    """Single-word lemma -> the other single-word lemmas of its synsets, in file order."""
-    synonyms: dict[str, dict[str, None]] = {}
-    for name in WORDNET_FILES:
-        with open(folder / name, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("  "):  # licence header
-                    continue
-                fields = line.split(" ", 4)
-                count = int(fields[3], 16)
-                parts = fields[4].split(" ", 2 * count)
-                lemmas = [parts[2 * i].split("(")[0].lower() for i in range(count)]
-                words = [w for w in dict.fromkeys(lemmas) if w.isalpha()]
-                for word in words:
-                    synonyms.setdefault(word, {}).update(dict.fromkeys(w for w in words if w != word))
-    return {word: tuple(others) for word, others in synonyms.items() if others}
+def input_embeddings(name: str) -> tuple[tuple[str, ...], torch.Tensor]:
+    """The whole-word vocabulary entries of model ``name`` (lower-case letters, 2 or more) and their
+    unit-norm input embeddings."""
+    from transformers import AutoModel
 
-
-class WordNetSynonyms:
-    """Synonyms from WordNet's synsets (all parts of speech)."""
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self.table = read_wordnet(folder or wordnet_dir())
-
-    def __call__(self, word: str) -> list[str]:
-        return list(self.table.get(word.lower(), ()))
+    tokenizer = load_tokenizer(name)
+    ids = sorted(i for t, i in tokenizer.get_vocab().items() if t.isalpha() and t.islower() and len(t) > 1)
+    model = AutoModel.from_pretrained(resolve_model_name(name))
+    weight = model.get_input_embeddings().weight.detach().float().cpu()[ids]
+    return tuple(tokenizer.convert_ids_to_tokens(ids)), torch.nn.functional.normalize(weight, dim=1)
 
 
 class EmbeddingNeighbours:
-    """Nearest whole-word tokens in a model's input embeddings (cosine), above ``min_cos``."""
+    """The ``k`` nearest whole words (cosine >= ``min_cos``) in the input embeddings of the fixed
+    pre-trained model ``name`` (the same for every attacked model), kept when lemminflect knows them as
+    the word's part of speech and their lemma is a WordNet lemma of it, not the word's, not its opposite."""
 
-    def __init__(self, model: torch.nn.Module, tokenizer, k: int = 15, min_cos: float = 0.5) -> None:
-        vocab = tokenizer.get_vocab()
-        ids = sorted(i for t, i in vocab.items() if t.isalpha() and t.islower() and len(t) > 1)
-        self.words = [tokenizer.convert_ids_to_tokens(i) for i in ids]
-        self.index = {w: n for n, w in enumerate(self.words)}
-        weight = model.get_input_embeddings().weight.detach().float().cpu()[ids]
-        self.vectors = torch.nn.functional.normalize(weight, dim=1)
-        self.k, self.min_cos = k, min_cos
+    def __init__(self, wordnet: WordNet, name: str = "default", k: int = 15, min_cos: float = 0.5) -> None:
+        self.words, self.vectors = input_embeddings(name)
+        self.row = {w: n for n, w in enumerate(self.words)}
+        self.wordnet, self.k, self.min_cos = wordnet, k, min_cos
 
-    def __call__(self, word: str) -> list[str]:
-        row = self.index.get(word.lower())
+    def nearest(self, word: str) -> list[str]:
+        """The vocabulary entries nearest to ``word``, best first (none when it is not one)."""
+        row = self.row.get(word)
         if row is None:
             return []
         cos = self.vectors @ self.vectors[row]
         cos[row] = -1.0
         values, order = cos.topk(self.k)
         return [self.words[int(i)] for v, i in zip(values, order, strict=True) if float(v) >= self.min_cos]
+
+    def __call__(self, word: str, tag: str) -> list[str]:
+        pos = wordnet_pos(tag)
+        if pos is None:
+            return []
+        own = lemma(word, pos) or word
+        lemmas = dict.fromkeys(lemma(n, pos, guess=False) for n in self.nearest(word))
+        kept = [m for m in lemmas if m is not None and m != own and self.wordnet.senses(m, pos)
+                and not self.wordnet.opposed(own, m, pos)]
+        return inflections(kept, tag, word)
 
 
 class Union:
@@ -104,5 +99,5 @@ class Union:
     def __init__(self, *sources: Neighbours) -> None:
         self.sources = sources
 
-    def __call__(self, word: str) -> list[str]:
-        return list(dict.fromkeys(w for source in self.sources for w in source(word)))
+    def __call__(self, word: str, tag: str) -> list[str]:
+        return list(dict.fromkeys(w for source in self.sources for w in source(word, tag)))

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-WORD = re.compile(r"[A-Za-z]+")
+WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
+"""A word: a run of letters (any script), hyphens and apostrophes inside it kept ("self-absorption",
+"amélie", "isn't"); digits, underscores and everything else separate words."""
+APOSTROPHE = re.compile(r"['’]")
 
 _STOP_WORDS = """
 a about above across after afterwards again against all almost alone along already also although
@@ -23,6 +26,7 @@ therefore therein thereupon these they this those through throughout thru thus t
 under unless until up upon us used ve was wasn we were weren what whatever when whence whenever where
 whereafter whereas whereby wherein whereupon wherever whether which while whither who whoever whole
 whom whose why with within without won would wouldn y yet you your yours yourself yourselves re m
+ain aren
 """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 """Words an attack never edits (a short English list in the spirit of TextFooler's)."""
@@ -30,7 +34,7 @@ STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 @dataclass(frozen=True)
 class Words:
-    """A text split into ``words`` (runs of letters) and the ``seps`` around them.
+    """A text split into ``words`` (see :data:`WORD`) and the ``seps`` around them.
 
     ``text == seps[0] + words[0] + seps[1] + ... + words[-1] + seps[-1]``.
     """
@@ -66,8 +70,25 @@ class Words:
         return [i for i, (a, b) in enumerate(zip(self.words, other.words, strict=True)) if a != b]
 
     def editable(self) -> list[int]:
-        """Indices of the words an attack may edit: not stop words, not single letters (``n't``)."""
-        return [i for i, w in enumerate(self.words) if len(w) > 1 and w.lower() not in STOP_WORDS]
+        """Indices of the words an attack may edit (see :func:`editable`)."""
+        return [i for i, w in enumerate(self.words) if editable(w)]
+
+    def window(self, index: int, size: int) -> Words:
+        """The ``size`` words around word ``index`` (TextAttack's window: centred, shifted to fit at the
+        text's ends; all words when fewer), with the text's separators between them and at its ends."""
+        n = len(self.words)
+        start = max(0, min(index - (size - 1) // 2, n - size))
+        end = min(n, start + size)
+        first = self.seps[start] if start == 0 else ""
+        last = self.seps[end] if end == n else ""
+        return Words(self.words[start:end], (first, *self.seps[start + 1 : end], last))
+
+
+def editable(word: str) -> bool:
+    """Whether an attack may edit ``word``: its part before any apostrophe is neither a stop word nor a
+    single letter (so not ``n't``, ``isn't``, ``it's``)."""
+    head = APOSTROPHE.split(word.lower(), maxsplit=1)[0]
+    return len(head) > 1 and head not in STOP_WORDS
 
 
 def match_case(word: str, like: str) -> str:

@@ -1,43 +1,64 @@
-"""A word-substitution attack in the style of TextFooler (Jin et al. 2020)."""
+"""A word-substitution attack with TextFooler's constraints (Jin et al. 2020, as TextAttack implements
+them), offline: synonyms of the word's part of speech and form, the same part of speech in context,
+and a windowed sentence similarity from a fixed pre-trained encoder."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
-import torch
 from pydantic import Field
 
 from srnet.evaluation.attacks.base import Attack, AttackParams, Candidate, register_attack
+from srnet.evaluation.attacks.inflection import lemminflect
 from srnet.evaluation.attacks.neighbours import EmbeddingNeighbours, Neighbours, Union, WordNetSynonyms
+from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
 from srnet.evaluation.attacks.similarity import SentenceEncoder
-from srnet.evaluation.attacks.text import Words, match_case
+from srnet.evaluation.attacks.text import Words, editable, match_case
+from srnet.evaluation.attacks.wordnet import load_wordnet
 
 
 class WordSwapParams(AttackParams):
-    """TextFooler-style substitution with static neighbours and a sentence-similarity constraint."""
+    """TextFooler-style substitution: a word (tagged noun, verb, adjective or adverb; never a proper
+    noun, number or stop word) is replaced by a substitute (not a stop word) of its lemma inflected to
+    its Penn tag, kept when the edited text, re-tagged, gives it the same part of speech (noun <-> verb
+    swaps are NOT allowed, unlike TextAttack's TextFooler: "saying" -> "expression" is that failure)
+    and the window around it stays similar to the original's."""
 
     neighbours: Literal["wordnet", "embedding", "both"] = Field(
-        "wordnet", description="Candidate source: WordNet synonyms, the backbone's input-embedding "
-        "nearest neighbours, or both."
+        "wordnet", description="Candidate source: WordNet synonyms, the nearest words in the input "
+        "embeddings of the fixed `embedding_model`, or both (WordNet's first).",
     )
-    max_candidates: int = Field(30, ge=1, description="Most substitutes tried per word.")
+    senses: int = Field(
+        2, ge=1, description="WordNet senses (of the word's part of speech, most frequent first) whose "
+        "synonyms are candidates; 2 keeps the dominant senses and drops the rare, often archaic ones "
+        "that change the meaning (awful = awe-inspiring).",
+    )
+    max_candidates: int = Field(30, ge=1, description="Most substitutes tried per word, in sense order.")
+    embedding_model: str = Field(
+        "default", description="Model whose input embeddings give the embedding neighbours: 'default' "
+        "(the bundled all-MiniLM-L6-v2) or a path; never the attacked model.",
+    )
     embedding_k: int = Field(15, ge=1, description="Embedding neighbours looked at per word.")
     embedding_min_cos: float = Field(
         0.5, ge=-1.0, le=1.0, description="Least cosine of an embedding neighbour."
     )
+    window: int = Field(
+        15, ge=1, description="Words compared by the similarity constraint, centred on the edited word "
+        "(TextFooler's 15; the whole field when shorter).",
+    )
     min_similarity: float = Field(
-        0.8, ge=-1.0, le=1.0,
-        description="Least cosine between the original and the edited field (mean-pooled sentence encoder).",
+        0.85, ge=-1.0, le=1.0, description="Least cosine between the original's and the edited text's "
+        "windows (mean-pooled `similarity_model`).",
     )
     similarity_model: str = Field(
-        "default", description="Sentence encoder: 'default' (all-MiniLM-L6-v2) or a path."
+        "default", description="Sentence encoder: 'default' (the bundled all-MiniLM-L6-v2) or a path."
     )
 
 
 @register_attack("wordswap")
 class WordSwap(Attack):
-    """Greedy word importance, then the most damaging synonym that keeps the sentence similar."""
+    """Greedy word importance, then the most damaging substitute that passes the constraints."""
 
     params_model = WordSwapParams
     params: WordSwapParams
@@ -52,15 +73,21 @@ class WordSwap(Attack):
         self.neighbours = neighbours
         self.encoder = encoder
 
-    def prepare(self, model: torch.nn.Module, tokenizer) -> None:
-        """Build the neighbours source the params name (unless given) and the sentence encoder."""
+    def prepare(self, model: Any, tokenizer: Any) -> None:
+        """Load the tagger and lemminflect, and build the neighbours (unless given) and the sentence
+        encoder the params name; none of them depends on the attacked model."""
         p = self.params
+        tagger()
+        lemminflect()
         if self.neighbours is None:
+            wordnet = load_wordnet()
             sources: list[Neighbours] = []
             if p.neighbours in ("wordnet", "both"):
-                sources.append(WordNetSynonyms())
+                sources.append(WordNetSynonyms(wordnet, p.senses))
             if p.neighbours in ("embedding", "both"):
-                sources.append(EmbeddingNeighbours(model, tokenizer, p.embedding_k, p.embedding_min_cos))
+                sources.append(
+                    EmbeddingNeighbours(wordnet, p.embedding_model, p.embedding_k, p.embedding_min_cos)
+                )
             self.neighbours = sources[0] if len(sources) == 1 else Union(*sources)
         if self.encoder is None:
             self.encoder = SentenceEncoder(p.similarity_model)
@@ -70,10 +97,16 @@ class WordSwap(Attack):
     ) -> list[Candidate]:
         if self.neighbours is None or self.encoder is None:
             raise RuntimeError("wordswap: call prepare(model, tokenizer) before attacking")
-        word = current.words[index]
-        subs = self.neighbours(word)[: self.params.max_candidates]
+        p = self.params
+        word, tag = current.words[index], penn_tags(current)[index]
+        pos = wordnet_pos(tag)
+        if tag is None or pos is None or not editable(word):
+            return []
+        subs = [s for s in self.neighbours(word.lower(), tag) if editable(s)][: p.max_candidates]
         edited = [current.replace(index, match_case(s, word)) for s in subs]
+        edited = [e for e in edited if wordnet_pos(penn_tags(e)[index]) == pos]
         if not edited:
             return []
-        sims = self.encoder.similarity(original.text, [e.text for e in edited])
-        return [Candidate(e, s) for e, s in zip(edited, sims, strict=True) if s >= self.params.min_similarity]
+        reference = original.window(index, p.window).text
+        sims = self.encoder.similarity(reference, [e.window(index, p.window).text for e in edited])
+        return [Candidate(e, s) for e, s in zip(edited, sims, strict=True) if s >= p.min_similarity]

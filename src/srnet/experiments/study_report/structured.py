@@ -116,6 +116,7 @@ def timed(bench: Path) -> Timed:
         run = load_run(folder)
         labels = run.labels
         name = "dense" if labels["method"] == "dense" else f"{labels['method']} {labels['paradigm']}"
+        name += f" ({labels['objective']})" if "objective" in labels else ""
         row = {"model": name, "loss": labels["loss"], "removed": labels["sparsity"],
                "params_m": params[model]}
         for split, block in list((run.metrics.get("id") or {}).items())[:1]:
