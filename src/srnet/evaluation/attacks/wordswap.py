@@ -16,6 +16,7 @@ from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
 from srnet.evaluation.attacks.similarity import SentenceEncoder
 from srnet.evaluation.attacks.text import Words, editable, match_case
 from srnet.evaluation.attacks.wordnet import load_wordnet
+from srnet.models.loading import load_tokenizer
 
 
 class WordSwapParams(AttackParams):
@@ -34,6 +35,11 @@ class WordSwapParams(AttackParams):
         "synonyms are candidates; 2 keeps the dominant senses and drops the rare, often archaic ones "
         "that change the meaning (awful = awe-inspiring).",
     )
+    candidate_senses: int | None = Field(
+        1, ge=1, description="A synonym is kept only if the sense it shares with the word is among its "
+        "OWN N most frequent senses (null: any): 1 drops synonyms by a rare sense of theirs, the "
+        "commonest failure of a hand check (lot -> mess, good -> full, cast -> mold, pay -> give).",
+    )
     max_candidates: int = Field(30, ge=1, description="Most substitutes tried per word, in sense order.")
     embedding_model: str = Field(
         "default", description="Model whose input embeddings give the embedding neighbours: 'default' "
@@ -42,6 +48,12 @@ class WordSwapParams(AttackParams):
     embedding_k: int = Field(15, ge=1, description="Embedding neighbours looked at per word.")
     embedding_min_cos: float = Field(
         0.5, ge=-1.0, le=1.0, description="Least cosine of an embedding neighbour."
+    )
+    vocabulary: str | None = Field(
+        "default", description="Substitutes must be whole words of this tokenizer's vocabulary "
+        "('default': the bundled model's 30,522 WordPiece entries, i.e. common words), as TextFooler "
+        "keeps to its embedding's vocabulary; it drops rare and archaic words (thaumaturgy, "
+        "macrocosm, needlelike). null: no frequency filter.",
     )
     window: int = Field(
         15, ge=1, description="Words compared by the similarity constraint, centred on the edited word "
@@ -72,6 +84,7 @@ class WordSwap(Attack):
         super().__init__(params)
         self.neighbours = neighbours
         self.encoder = encoder
+        self.vocabulary: frozenset[str] | None = None
 
     def prepare(self, model: Any, tokenizer: Any) -> None:
         """Load the tagger and lemminflect, and build the neighbours (unless given) and the sentence
@@ -83,7 +96,7 @@ class WordSwap(Attack):
             wordnet = load_wordnet()
             sources: list[Neighbours] = []
             if p.neighbours in ("wordnet", "both"):
-                sources.append(WordNetSynonyms(wordnet, p.senses))
+                sources.append(WordNetSynonyms(wordnet, p.senses, p.candidate_senses))
             if p.neighbours in ("embedding", "both"):
                 sources.append(
                     EmbeddingNeighbours(wordnet, p.embedding_model, p.embedding_k, p.embedding_min_cos)
@@ -91,6 +104,8 @@ class WordSwap(Attack):
             self.neighbours = sources[0] if len(sources) == 1 else Union(*sources)
         if self.encoder is None:
             self.encoder = SentenceEncoder(p.similarity_model)
+        if p.vocabulary is not None:
+            self.vocabulary = frozenset(t for t in load_tokenizer(p.vocabulary).get_vocab() if t.isalpha())
 
     def candidates(
         self, original: Words, current: Words, index: int, rng: np.random.Generator
@@ -102,7 +117,9 @@ class WordSwap(Attack):
         pos = wordnet_pos(tag)
         if tag is None or pos is None or not editable(word):
             return []
-        subs = [s for s in self.neighbours(word.lower(), tag) if editable(s)][: p.max_candidates]
+        subs = [s for s in self.neighbours(word.lower(), tag)
+                if editable(s) and (self.vocabulary is None or s.lower() in self.vocabulary)]
+        subs = subs[: p.max_candidates]
         edited = [current.replace(index, match_case(s, word)) for s in subs]
         edited = [e for e in edited if wordnet_pos(penn_tags(e)[index]) == pos]
         if not edited:
