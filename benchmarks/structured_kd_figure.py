@@ -49,16 +49,18 @@ def runs(folder: Path) -> dict[tuple[str, float, bool], list[float]]:
     return out
 
 
-def speedups(bench: Path) -> dict[float, float]:
-    """PyTorch speedup at the largest batch by removed fraction (read from the exports' names)."""
-    rows = [r for r in json.loads(bench.read_text())["rows"] if r.get("runtime", "torch") == "torch"]
+def speedups(bench: Path) -> tuple[dict[float, float], int, int]:
+    """PyTorch speedup at the largest batch by removed fraction (read from the exports' names), that
+    batch and the thread count."""
+    data = json.loads(bench.read_text())
+    rows = [r for r in data["rows"] if r.get("runtime", "torch") == "torch"]
     batch = max(r["batch"] for r in rows)
     out = {}
     for row in rows:
         if row["batch"] == batch:
             name = Path(row["model"]).name
             out[float(name.rsplit("_", 1)[-1]) / 100 if name.startswith("shrunk_") else 0.0] = row["speedup"]
-    return out
+    return out, batch, data["threads"]
 
 
 def main() -> None:
@@ -67,7 +69,7 @@ def main() -> None:
     parser.add_argument("--bench", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    points, speed = runs(args.results), speedups(args.bench)
+    points, (speed, batch, threads) = runs(args.results), speedups(args.bench)
     dense = statistics.mean(points[("ce", 0.0, False)])
     fig = new_figure((7.5, 4.8))
     ax = fig.subplots()
@@ -90,7 +92,7 @@ def main() -> None:
     for name, (x, y) in REFERENCES.items():
         ax.plot([x], [y], "*", markersize=12, label=name)
     ax.axhline(0.0, color="grey", lw=0.8)
-    ax.set_xlabel("speedup over dense, PyTorch, batch 32 x 128 tokens (x)")
+    ax.set_xlabel(f"speedup over dense, PyTorch, batch {batch} x 128 tokens, {threads} threads (x)")
     ax.set_ylabel("MNLI-m change vs dense CE (points)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
