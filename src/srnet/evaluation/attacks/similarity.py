@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
+from srnet.evaluation.attacks.text import Words
 from srnet.models.loading import load_tokenizer, resolve_model_name
 
 
@@ -43,3 +44,23 @@ class SentenceEncoder:
         """Cosine similarity of each of ``texts`` to ``reference``."""
         vectors = self.embed([reference, *texts])
         return (vectors[1:] @ vectors[0]).tolist()
+
+    @torch.inference_mode()
+    def word_vector(self, words: Words, index: int) -> torch.Tensor:
+        """Unit-norm contextual embedding of word ``index`` of ``words`` (mean of its word pieces)."""
+        start = len(words.seps[0]) + sum(len(w) + len(sep) for w, sep in zip(words.words[:index],
+                                                                              words.seps[1:], strict=False))
+        end = start + len(words.words[index])
+        enc = self.tokenizer(words.text, return_offsets_mapping=True, truncation=True,
+                             max_length=self.max_length, return_tensors="pt")
+        offsets = enc.pop("offset_mapping")[0].tolist()
+        pieces = [j for j, (a, b) in enumerate(offsets) if b > a and a >= start and b <= end]
+        hidden = self.model(**enc).last_hidden_state[0]
+        if not pieces:  # truncated away: the whole text stands in for the word
+            pieces = list(range(hidden.shape[0]))
+        return torch.nn.functional.normalize(hidden[pieces].mean(0), dim=0)
+
+    def word_similarity(self, original: Words, edited: Sequence[Words], index: int) -> list[float]:
+        """Cosine of word ``index`` in context: in ``original`` against each of ``edited``."""
+        reference = self.word_vector(original, index)
+        return [float(self.word_vector(e, index) @ reference) for e in edited]
