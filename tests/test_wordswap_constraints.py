@@ -320,4 +320,4 @@ def test_word_vectors_follow_the_word_in_context():
     film, shoe = (text.replace(4, w) for w in ("movie", "shoe"))
     close, far = encoder.word_similarity(text, [film, shoe], 4)
     assert close > far
-    assert encoder.word_vector(text, 0).shape == (384,)  # an accented word's pieces are found
+    assert encoder.word_vectors([text], 0)[0].shape == (384,)  # an accented word's pieces are found

@@ -32,10 +32,7 @@ def wordnet_pos(tag: str | None) -> str | None:
 def penn_tags(words: Words) -> tuple[str | None, ...]:
     """The Penn tag of each of ``words``: that of the tagger's token starting where the word starts,
     None where none does (e.g. ``nd`` of ``2nd``)."""
-    text, starts, at = words.text, [], 0
-    for sep, word in zip(words.seps, words.words, strict=False):
-        starts.append(at + len(sep))
-        at += len(sep) + len(word)
+    text = words.text
     tags: dict[int, str] = {}
     at = 0
     for token, tag in tagger().tag(text):
@@ -43,4 +40,4 @@ def penn_tags(words: Words) -> tuple[str | None, ...]:
         if found >= 0:
             tags.setdefault(found, tag)
             at = found + len(token)
-    return tuple(tags.get(start) for start in starts)
+    return tuple(tags.get(start) for start in words.starts())

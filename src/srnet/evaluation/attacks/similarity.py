@@ -46,21 +46,23 @@ class SentenceEncoder:
         return (vectors[1:] @ vectors[0]).tolist()
 
     @torch.inference_mode()
-    def word_vector(self, words: Words, index: int) -> torch.Tensor:
-        """Unit-norm contextual embedding of word ``index`` of ``words`` (mean of its word pieces)."""
-        start = len(words.seps[0]) + sum(len(w) + len(sep) for w, sep in zip(words.words[:index],
-                                                                              words.seps[1:], strict=False))
-        end = start + len(words.words[index])
-        enc = self.tokenizer(words.text, return_offsets_mapping=True, truncation=True,
-                             max_length=self.max_length, return_tensors="pt")
-        offsets = enc.pop("offset_mapping")[0].tolist()
-        pieces = [j for j, (a, b) in enumerate(offsets) if b > a and a >= start and b <= end]
-        hidden = self.model(**enc).last_hidden_state[0]
-        if not pieces:  # truncated away: the whole text stands in for the word
-            pieces = list(range(hidden.shape[0]))
-        return torch.nn.functional.normalize(hidden[pieces].mean(0), dim=0)
+    def word_vectors(self, texts: Sequence[Words], index: int) -> torch.Tensor:
+        """Unit-norm contextual embeddings [len(texts), hidden] of word ``index`` of each text (the
+        mean of its word pieces; the whole text where truncation removed the word), in one batch."""
+        enc = self.tokenizer([t.text for t in texts], return_offsets_mapping=True, padding=True,
+                             truncation=True, max_length=self.max_length, return_tensors="pt")
+        offsets = enc.pop("offset_mapping").tolist()
+        hidden = self.model(**enc).last_hidden_state
+        vectors = []
+        for row, (text, spans) in enumerate(zip(texts, offsets, strict=True)):
+            start = text.starts()[index]
+            end = start + len(text.words[index])
+            pieces = [j for j, (a, b) in enumerate(spans) if b > a and a >= start and b <= end]
+            pieces = pieces or [j for j, (a, b) in enumerate(spans) if b > a]
+            vectors.append(hidden[row, pieces].mean(0))
+        return torch.nn.functional.normalize(torch.stack(vectors), dim=1)
 
     def word_similarity(self, original: Words, edited: Sequence[Words], index: int) -> list[float]:
         """Cosine of word ``index`` in context: in ``original`` against each of ``edited``."""
-        reference = self.word_vector(original, index)
-        return [float(self.word_vector(e, index) @ reference) for e in edited]
+        vectors = self.word_vectors([original, *edited], index)
+        return (vectors[1:] @ vectors[0]).tolist()

@@ -59,6 +59,14 @@ class Words:
             parts += [word, sep]
         return "".join(parts)
 
+    def starts(self) -> list[int]:
+        """The character offset in :attr:`text` where each word starts."""
+        out, at = [], 0
+        for sep, word in zip(self.seps, self.words, strict=False):
+            out.append(at + len(sep))
+            at += len(sep) + len(word)
+        return out
+
     def replace(self, index: int, word: str) -> Words:
         """The same text with word ``index`` replaced (an empty ``word`` deletes it)."""
         words = list(self.words)
