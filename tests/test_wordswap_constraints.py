@@ -102,13 +102,14 @@ def test_fixture_wordnet_sense_order_satellites_and_opposites(tmp_path, newline,
 
 def test_prepare_reads_the_wordnet_the_environment_names(tmp_path, monkeypatch):
     monkeypatch.setenv(WORDNET_ENV, str(write_wordnet(tmp_path / "wn")))
-    attack = _wordswap(None, senses=1, vocabulary=None)
+    attack = _wordswap(None, senses=1, min_zipf=None)
     assert attack.neighbours("movies", "NNS") == ["films", "flicks"]  # lemma, synonyms, plural again
     assert attack.neighbours("awful", "JJ") == ["dreadful"]
     assert _subs(attack, "I saw these movies", "movies") == ["films", "flicks"]
-    # the default vocabulary (the bundled WordPiece entries) keeps common words only
-    common = _wordswap(None, senses=1)
-    assert _subs(common, "I saw these movies", "movies") == ["films"]
+    # the default min_zipf keeps common words only (flicks: 3.1), as the bundled vocabulary does
+    assert _subs(_wordswap(None, senses=1), "I saw these movies", "movies") == ["films"]
+    vocabulary = _wordswap(None, senses=1, min_zipf=None, vocabulary="default")
+    assert _subs(vocabulary, "I saw these movies", "movies") == ["films"]
 
 
 def test_a_synonym_by_a_rare_sense_of_its_own_is_dropped():
@@ -188,6 +189,7 @@ class RecordingEncoder:
 def _wordswap(neighbours, encoder=None, **params):
     pytest.importorskip("textblob")
     pytest.importorskip("lemminflect")
+    pytest.importorskip("wordfreq")
     attack = build_attack("wordswap", params, neighbours=neighbours, encoder=encoder or RecordingEncoder())
     attack.prepare(None, None)
     return attack
@@ -228,6 +230,26 @@ def test_names_numbers_stop_words_and_noun_verb_swaps_are_not_made():
     assert _subs(attack, text, "movies") == ["films"]
     assert _subs(attack, text, "often") == ["frequently"]  # a stop word is no substitute either
     assert _subs(attack, text, "watch") == ["observe"]  # "they often movie": a noun for a verb
+
+
+def test_a_swap_that_drops_or_flips_a_words_sentiment_is_rejected():
+    table = SynonymTable({"cheap": ["inexpensive", "low"], "brilliant": ["brainy", "bright"]})
+    attack = _wordswap(table, min_zipf=None)
+    assert _subs(attack, "it is a cheap thriller", "cheap") == []  # 0.4 -> 0.0 and 0.0
+    assert _subs(attack, "a brilliant actor", "brilliant") == ["bright"]  # 0.9 -> 0.0 dropped, 0.7 kept
+    unchecked = _wordswap(table, min_zipf=None, sentiment_margin=None)
+    assert _subs(unchecked, "it is a cheap thriller", "cheap") == ["inexpensive", "low"]
+
+
+def test_rare_substitutes_and_the_most_frequent_words_are_left_alone():
+    table = SynonymTable({"script": ["handwriting", "text"], "make": ["create"], "films": ["movies"]})
+    attack = _wordswap(table)
+    assert _subs(attack, "the script is long", "script") == ["text"]  # handwriting: Zipf 3.6 < 4
+    assert _subs(attack, "they make films", "make") == []  # make: Zipf 6.1 >= 5.8
+    assert _subs(attack, "they make films", "films") == ["movies"]
+    loose = _wordswap(table, min_zipf=None, max_word_zipf=None)
+    assert _subs(loose, "the script is long", "script") == ["handwriting", "text"]
+    assert _subs(loose, "they make films", "make") == ["create"]
 
 
 # --- the real bundled resources -----------------------------------------------------------------------

