@@ -242,14 +242,22 @@ def test_a_swap_that_drops_or_flips_a_words_sentiment_is_rejected():
 
 
 def test_rare_substitutes_and_the_most_frequent_words_are_left_alone():
-    table = SynonymTable({"script": ["handwriting", "text"], "make": ["create"], "films": ["movies"]})
+    table = SynonymTable({"script": ["handwriting", "text"], "make": ["create"], "films": ["movies"],
+                          "build": ["construct"], "does": ["makes"]})
     attack = _wordswap(table)
     assert _subs(attack, "the script is long", "script") == ["text"]  # handwriting: Zipf 3.6 < 4
     assert _subs(attack, "they make films", "make") == []  # make: Zipf 6.1 >= 5.8
     assert _subs(attack, "they make films", "films") == ["movies"]
     loose = _wordswap(table, min_zipf=None, max_word_zipf=None)
     assert _subs(loose, "the script is long", "script") == ["handwriting", "text"]
-    assert _subs(loose, "they make films", "make") == ["create"]
+    assert _subs(loose, "they build films", "build") == ["construct"]
+    assert _subs(loose, "they make films", "make") == []  # a light verb, whatever its frequency
+    assert _subs(loose, "he does offer charisma", "does") == []
+
+
+def test_wordswap_changes_fewer_words_than_charswap_by_default():
+    assert build_attack("wordswap").params.max_fraction == 0.1
+    assert build_attack("charswap").params.max_fraction == 0.3
 
 
 # --- the real bundled resources -----------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 from pydantic import Field
 
 from srnet.evaluation.attacks.base import Attack, AttackParams, Candidate, register_attack
-from srnet.evaluation.attacks.inflection import lemminflect
+from srnet.evaluation.attacks.inflection import lemma, lemminflect
 from srnet.evaluation.attacks.lexicon import sentiment_kept, zipf
 from srnet.evaluation.attacks.neighbours import EmbeddingNeighbours, Neighbours, Union, WordNetSynonyms
 from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
@@ -18,6 +18,13 @@ from srnet.evaluation.attacks.similarity import SentenceEncoder
 from srnet.evaluation.attacks.text import Words, editable, match_case
 from srnet.evaluation.attacks.wordnet import load_wordnet
 from srnet.models.loading import load_tokenizer
+
+LIGHT_VERBS = frozenset(
+    ["be", "have", "do", "make", "get", "go", "come", "take", "give", "keep", "let", "put", "set", "seem",
+     "become"]
+)
+"""Auxiliary and light verbs: they carry the grammar more than a meaning, and their WordNet synonyms
+rarely fit (does -> makes, done -> made, come back -> arrive back), so they are never swapped."""
 
 
 class WordSwapParams(AttackParams):
@@ -27,6 +34,11 @@ class WordSwapParams(AttackParams):
     swaps are NOT allowed, unlike TextAttack's TextFooler: "saying" -> "expression" is that failure)
     and the window around it stays similar to the original's."""
 
+    max_fraction: float = Field(
+        0.1, gt=0.0, le=1.0, description="Most words changed, as a fraction of the field's words (at "
+        "least 1): 0.1 allows one swap below 20 words; in the hand checks nearly every success with "
+        "three or more swaps had one that broke the meaning.",
+    )
     neighbours: Literal["wordnet", "embedding", "both"] = Field(
         "wordnet", description="Candidate source: WordNet synonyms, the nearest words in the input "
         "embeddings of the fixed `embedding_model`, or both (WordNet's first).",
@@ -142,6 +154,8 @@ class WordSwap(Attack):
         if tag is None or pos is None or not editable(word):
             return []
         if p.max_word_zipf is not None and zipf(word) >= p.max_word_zipf:
+            return []
+        if pos == "v" and lemma(word.lower(), "v") in LIGHT_VERBS:
             return []
         subs = [s for s in self.neighbours(word.lower(), tag) if editable(s) and self._plausible(word, s)]
         subs = subs[: p.max_candidates]
