@@ -210,6 +210,30 @@ def test_failing_stage_skips_its_dependants_and_resume_refuses_a_changed_sweep(
     assert "'base.training.lr' differs" in capsys.readouterr().err
 
 
+def test_resume_may_add_stages_and_grid_values_but_not_change_or_drop_a_stage(
+    capsys, tmp_path, tiny_model_dir
+):
+    stages = {"ft": {"kind": "train"}}
+    path = sweep_file(tmp_path, tiny_model_dir, stages, {"seed": [1]})
+    assert main(["sweep", str(path)]) == 0
+    grown = yaml.safe_load(path.read_text())
+    grown["stages"]["again"] = {"kind": "train", "set": {"model.init_from": "@ft"}}
+    grown["grid"]["seed"] = [1, 2]
+    path.write_text(yaml.safe_dump(grown))
+    capsys.readouterr()
+    assert main(["sweep", str(path), "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "3 ran" in out and "start ft seed=1" not in out  # seed 1's ft is reused, not rerun
+    assert yaml.safe_load((tmp_path / "out" / "sweep.yaml").read_text())["grid"]["seed"] == [1, 2]
+    changed = {**grown, "stages": {**grown["stages"], "ft": {"kind": "train", "set": {"training.lr": 0.5}}}}
+    path.write_text(yaml.safe_dump(changed))
+    assert main(["sweep", str(path), "--resume"]) == 2
+    assert "'stages.ft.set' differs" in capsys.readouterr().err
+    path.write_text(yaml.safe_dump({**grown, "stages": {"ft": {"kind": "train"}}}))
+    assert main(["sweep", str(path), "--resume"]) == 2
+    assert "'stages.again' differs" in capsys.readouterr().err
+
+
 def test_ray_executor_on_a_local_instance(tmp_path, tiny_model_dir):
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": {

@@ -296,17 +296,27 @@ def _apply(data: dict[str, Any], values: dict[str, Any], where: str) -> None:
         set_dotted(data, key, copy.deepcopy(value), where)
 
 
+def first_conflict(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """The first change a resume may not make: anything but new stages and other grid values (stage
+    folders are keyed by their content, so neither alters a finished stage)."""
+    def kept(data: dict[str, Any], stages: dict[str, Any]) -> dict[str, Any]:
+        rest = {k: v for k, v in data.items() if k != "grid"}
+        return {**rest, "stages": {k: v for k, v in (data.get("stages") or {}).items() if k in stages}}
+
+    return first_change(kept(old, old.get("stages") or {}), kept(new, old.get("stages") or {}))
+
+
 def record_sweep(data: dict[str, Any], output_dir: Path, *, resume: bool) -> None:
-    """Write the resolved sweep to ``<output_dir>/sweep.yaml``; on ``resume``, refuse a changed one."""
+    """Write the resolved sweep to ``<output_dir>/sweep.yaml``; on ``resume``, refuse a changed one
+    (added stages and other grid values extend it)."""
     record = output_dir / RECORD
     if record.is_file():
         if not resume:
             raise SrnetError(f"{output_dir} already holds a sweep ({record}); pass --resume to continue it")
-        changed = first_change(yaml.safe_load(record.read_text(encoding="utf-8")), data)
+        changed = first_conflict(yaml.safe_load(record.read_text(encoding="utf-8")), data)
         if changed:
             raise SrnetError(f"{record}: --resume with a changed sweep: '{changed}' differs from the "
-                             "recorded one (use a new output_dir)")
-        return
+                             "recorded one (use a new output_dir; a resume may only add stages or grid values)")
     atomic_write_text(record, yaml.safe_dump(data, sort_keys=False))
 
 
