@@ -316,7 +316,7 @@ def record_sweep(data: dict[str, Any], output_dir: Path, *, resume: bool) -> Non
         changed = first_conflict(yaml.safe_load(record.read_text(encoding="utf-8")), data)
         if changed:
             raise SrnetError(f"{record}: --resume with a changed sweep: '{changed}' differs from the "
-                             "recorded one (use a new output_dir; a resume may only add stages or grid values)")
+                             "recorded one (use a new output_dir; a resume may add stages or grid values)")
     atomic_write_text(record, yaml.safe_dump(data, sort_keys=False))
 
 

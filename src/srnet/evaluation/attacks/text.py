@@ -26,10 +26,11 @@ therefore therein thereupon these they this those through throughout thru thus t
 under unless until up upon us used ve was wasn we were weren what whatever when whence whenever where
 whereafter whereas whereby wherein whereupon wherever whether which while whither who whoever whole
 whom whose why with within without won would wouldn y yet you your yours yourself yourselves re m
-ain aren
+ain aren few little less many much several
 """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
-"""Words an attack never edits (a short English list in the spirit of TextFooler's)."""
+"""Words an attack never edits (a short English list in the spirit of TextFooler's, with the
+quantifiers: "little humor" -> "small humor" changes the amount)."""
 
 
 @dataclass(frozen=True)
