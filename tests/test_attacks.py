@@ -194,6 +194,12 @@ def test_cli_attack_nli_run_edits_only_the_hypothesis(capsys, nli_run):
 
 def test_cli_attack_bad_input(capsys, nli_run, tmp_path, monkeypatch):
     run = str(nli_run / "runs" / "ft")
+    before = sorted(p.name for p in (nli_run / "runs" / "ft").rglob("*"))
+    for param, named in (("min_similarity=0", "min_similarity"), ("min_similarity=1.5", "min_similarity"),
+                         ("min_word_similarity=-0.2", "min_word_similarity"), ("window=abc", "window"),
+                         ("windw=3", "windw")):
+        code, _, err = _cli(capsys, "attack", run, "--attack", "wordswap", "--param", param)
+        assert code == 2 and named in err and len(err.strip().splitlines()) == 1, (param, err)
     code, _, err = _cli(capsys, "attack", run, "--attack", "textbugger")
     assert code == 2 and "unknown attack 'textbugger'" in err and len(err.strip().splitlines()) == 1
     code, _, err = _cli(capsys, "attack", run, "--attack", "charswap", "--n", "13")
@@ -207,6 +213,7 @@ def test_cli_attack_bad_input(capsys, nli_run, tmp_path, monkeypatch):
     empty.write_text(json.dumps({"premise": "a cat", "hypothesis": " ", "label": "neutral"}) + "\n")
     code, _, err = _cli(capsys, "attack", run, "--attack", "charswap", "--set", f"data.dev.path={empty}")
     assert code == 2 and "no text field to attack" in err
+    assert sorted(p.name for p in (nli_run / "runs" / "ft").rglob("*")) == before  # nothing written
 
 
 def test_cli_attack_plain_model_wordswap_with_embedding_neighbours(capsys, sentiment_model, tmp_path):

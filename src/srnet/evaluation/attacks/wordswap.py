@@ -60,7 +60,7 @@ class WordSwapParams(AttackParams):
     )
     embedding_k: int = Field(15, ge=1, description="Embedding neighbours looked at per word.")
     embedding_min_cos: float = Field(
-        0.5, ge=-1.0, le=1.0, description="Least cosine of an embedding neighbour."
+        0.5, gt=0.0, le=1.0, description="Least cosine of an embedding neighbour, in (0, 1]."
     )
     vocabulary: str | None = Field(
         None, description="Substitutes must be whole words of this tokenizer's vocabulary "
@@ -88,12 +88,12 @@ class WordSwapParams(AttackParams):
         "(TextFooler's 15; the whole field when shorter).",
     )
     min_similarity: float = Field(
-        0.85, ge=-1.0, le=1.0, description="Least cosine between the original's and the edited text's "
-        "windows (mean-pooled `similarity_model`).",
+        0.85, gt=0.0, le=1.0, description="Least cosine, in (0, 1], between the original's and the "
+        "edited text's windows (mean-pooled `similarity_model`).",
     )
     min_word_similarity: float | None = Field(
-        None, ge=-1.0, le=1.0, description="Least cosine between the substituted word's contextual "
-        "embedding (mean of its pieces, `similarity_model`) in the edited text and the original's "
+        None, gt=0.0, le=1.0, description="Least cosine, in (0, 1], between the substituted word's "
+        "contextual embedding (mean of its pieces, `similarity_model`) in the edited text and the original's "
         "(null: not checked). A check of the word in place, which the window similarity misses: on "
         "the hand-checked successes, 0.5 kept 18 of 27 valid (docs/studies/attack_validity.md).",
     )
