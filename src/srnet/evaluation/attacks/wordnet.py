@@ -67,11 +67,16 @@ class Pointer:
 
 @dataclass(frozen=True)
 class Synset:
-    """A synset's words (as WordNet spells them: capitalised names, ``_`` joining multiword lemmas) and
-    its pointers."""
+    """A synset's words (as WordNet spells them: capitalised names, ``_`` joining multiword lemmas), its
+    pointers and its gloss (definition and examples)."""
 
     words: tuple[str, ...]
     pointers: tuple[Pointer, ...]
+    gloss: str = ""
+
+    def description(self) -> str:
+        """Its words and gloss as one text ("film, movie, ...: a form of entertainment ...")."""
+        return ", ".join(w.replace("_", " ") for w in self.words) + ": " + self.gloss
 
     def number(self, lemma: str) -> int:
         """The 1-based number of (lower-case) ``lemma`` among the words."""
@@ -84,7 +89,8 @@ class Synset:
 
 def parse_synset(line: str) -> Synset:
     """A ``data.*`` line: offset, lexicographer file, type, words, pointers (then frames and gloss)."""
-    fields = line.split(" | ", 1)[0].split()
+    head, _, gloss = line.partition(" | ")
+    fields = head.split()
     count = int(fields[3], 16)
     words = tuple(fields[4 + 2 * i].split("(")[0] for i in range(count))  # "(a)": adjective position
     at = 4 + 2 * count
@@ -93,7 +99,7 @@ def parse_synset(line: str) -> Synset:
         symbol, offset, pos, numbers = fields[at + 1 + 4 * j : at + 5 + 4 * j]
         pointers.append(Pointer(symbol, "a" if pos == "s" else pos, int(offset), int(numbers[:2], 16),
                                 int(numbers[2:], 16)))
-    return Synset(words, tuple(pointers))
+    return Synset(words, tuple(pointers), gloss.strip())
 
 
 def read_index(path: Path) -> dict[str, str]:

@@ -16,7 +16,7 @@ from srnet.evaluation.attacks.neighbours import EmbeddingNeighbours, Neighbours,
 from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
 from srnet.evaluation.attacks.similarity import SentenceEncoder
 from srnet.evaluation.attacks.text import Words, editable, match_case
-from srnet.evaluation.attacks.wordnet import load_wordnet
+from srnet.evaluation.attacks.wordnet import WordNet, load_wordnet
 from srnet.models.loading import load_tokenizer
 
 LIGHT_VERBS = frozenset(
@@ -52,6 +52,12 @@ class WordSwapParams(AttackParams):
         1, ge=1, description="A synonym is kept only if the sense it shares with the word is among its "
         "OWN N most frequent senses (null: any): 1 drops synonyms by a rare sense of theirs, the "
         "commonest failure of a hand check (lot -> mess, good -> full, cast -> mold, pay -> give).",
+    )
+    sense_in_context: bool = Field(
+        False, description="Keep only synonyms from the one WordNet sense of the word (any rank) whose "
+        "words and gloss are closest to its `window` in the `similarity_model` (an embedding Lesk "
+        "disambiguation): 'the director' of a film is not a 'manager', a 'dvd player' not a "
+        "'musician'. Words WordNet does not know are then not swapped.",
     )
     max_candidates: int = Field(30, ge=1, description="Most substitutes tried per word, in sense order.")
     embedding_model: str = Field(
@@ -119,6 +125,7 @@ class WordSwap(Attack):
         self.neighbours = neighbours
         self.encoder = encoder
         self.vocabulary: frozenset[str] | None = None
+        self.wordnet: WordNet | None = None
 
     def prepare(self, model: Any, tokenizer: Any) -> None:
         """Load the tagger and lemminflect, and build the neighbours (unless given) and the sentence
@@ -128,6 +135,8 @@ class WordSwap(Attack):
         lemminflect()
         zipf("word")
         sentiment_kept("good", "fine", 0.5)
+        if p.sense_in_context:
+            self.wordnet = load_wordnet()
         if self.neighbours is None:
             wordnet = load_wordnet()
             sources: list[Neighbours] = []
@@ -158,6 +167,9 @@ class WordSwap(Attack):
         if pos == "v" and lemma(word.lower(), "v") in LIGHT_VERBS:
             return []
         subs = [s for s in self.neighbours(word.lower(), tag) if editable(s) and self._plausible(word, s)]
+        if self.wordnet is not None and subs:
+            fitting = self._sense_in_context(original, index, pos)
+            subs = [s for s in subs if (lemma(s.lower(), pos) or s.lower()) in fitting]
         subs = subs[: p.max_candidates]
         edited = [current.replace(index, match_case(s, word)) for s in subs]
         edited = [e for e in edited if wordnet_pos(penn_tags(e)[index]) == pos]
@@ -170,6 +182,18 @@ class WordSwap(Attack):
             in_place = self.encoder.word_similarity(original, [e for e, _ in kept], index)
             kept = [pair for pair, w in zip(kept, in_place, strict=True) if w >= p.min_word_similarity]
         return [Candidate(e, s) for e, s in kept]
+
+    def _sense_in_context(self, original: Words, index: int, pos: str) -> frozenset[str]:
+        """The lemmas of the word's WordNet sense closest to its window (empty when WordNet has none)."""
+        assert self.wordnet is not None and self.encoder is not None
+        word = original.words[index].lower()
+        synsets = [self.wordnet.synset(pos, offset)
+                   for offset in self.wordnet.senses(lemma(word, pos) or word, pos)]
+        if not synsets:
+            return frozenset()
+        window = original.window(index, self.params.window).text
+        closeness = self.encoder.similarity(window, [synset.description() for synset in synsets])
+        return frozenset(w.lower() for w in synsets[int(np.argmax(closeness))].words)
 
     def _plausible(self, word: str, substitute: str) -> bool:
         """The word-level constraints: vocabulary, frequency and prior sentiment."""
