@@ -190,6 +190,7 @@ def _wordswap(neighbours, encoder=None, **params):
     pytest.importorskip("textblob")
     pytest.importorskip("lemminflect")
     pytest.importorskip("wordfreq")
+    params.setdefault("sense_in_context", False)  # tested on its own, with the real WordNet and encoder
     attack = build_attack("wordswap", params, neighbours=neighbours, encoder=encoder or RecordingEncoder())
     attack.prepare(None, None)
     return attack

@@ -54,7 +54,7 @@ class WordSwapParams(AttackParams):
         "commonest failure of a hand check (lot -> mess, good -> full, cast -> mold, pay -> give).",
     )
     sense_in_context: bool = Field(
-        False, description="Keep only synonyms from the one WordNet sense of the word (any rank) whose "
+        True, description="Keep only synonyms from the one WordNet sense of the word (any rank) whose "
         "words and gloss are closest to its `window` in the `similarity_model` (an embedding Lesk "
         "disambiguation): 'the director' of a film is not a 'manager', a 'dvd player' not a "
         "'musician'. Words WordNet does not know are then not swapped.",
