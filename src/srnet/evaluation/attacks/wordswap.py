@@ -32,7 +32,9 @@ class WordSwapParams(AttackParams):
     noun, number or stop word) is replaced by a substitute (not a stop word) of its lemma inflected to
     its Penn tag, kept when the edited text, re-tagged, gives it the same part of speech (noun <-> verb
     swaps are NOT allowed, unlike TextAttack's TextFooler: "saying" -> "expression" is that failure)
-    and the window around it stays similar to the original's."""
+    and the window around it stays similar to the original's. Word-level constraints on top, each
+    from a failure of the hand checks (docs/studies/attack_validity.md): the sense the context
+    selects, common substitutes, no light verbs or very frequent words, the same prior sentiment."""
 
     max_fraction: float = Field(
         0.1, gt=0.0, le=1.0, description="Most words changed, as a fraction of the field's words (at "
@@ -133,7 +135,7 @@ class WordSwap(Attack):
         p = self.params
         tagger()
         lemminflect()
-        zipf("word")
+        zipf("word")  # load wordfreq and the sentiment lexicon now: a missing extra fails before attacking
         sentiment_kept("good", "fine", 0.5)
         if p.sense_in_context:
             self.wordnet = load_wordnet()
