@@ -1,8 +1,9 @@
 """Copy the record of every finished run of a sweep or demo folder into the repository.
 
 For each run directory (one with a ``metrics.json``) under SRC, copies ``metrics.json``,
-``config.yaml``, ``environment.json`` and ``log.jsonl`` (and a bias stage's ``bias_metrics.json``)
-to the same relative path under DST, so a study run in parts loses nothing between sessions.
+``config.yaml``, ``environment.json`` and ``log.jsonl`` (and a bias stage's ``bias_metrics.json``,
+and the attack summaries ``attack/<name>.json``) to the same relative path under DST, so a study
+run in parts loses nothing between sessions.
 Models, masks and predictions stay out.  Run:
 ``python benchmarks/collect_results.py runs/rmc_easy_hard_cpu results/rmc_easy_hard_cpu``.
 """
@@ -29,6 +30,10 @@ def collect(src: Path, dst: Path) -> int:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
                 copied += 1
+        for summary in sorted((run / "attack").glob("*.json")):
+            (target / "attack").mkdir(exist_ok=True)
+            shutil.copy2(summary, target / "attack" / summary.name)
+            copied += 1
     return copied
 
 
