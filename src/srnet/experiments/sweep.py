@@ -299,11 +299,13 @@ def _apply(data: dict[str, Any], values: dict[str, Any], where: str) -> None:
 def first_conflict(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """The first change a resume may not make: anything but new stages and other grid values (stage
     folders are keyed by their content, so neither alters a finished stage)."""
-    def kept(data: dict[str, Any], stages: dict[str, Any]) -> dict[str, Any]:
-        rest = {k: v for k, v in data.items() if k != "grid"}
-        return {**rest, "stages": {k: v for k, v in (data.get("stages") or {}).items() if k in stages}}
+    recorded = old.get("stages") or {}
 
-    return first_change(kept(old, old.get("stages") or {}), kept(new, old.get("stages") or {}))
+    def kept(data: dict[str, Any]) -> dict[str, Any]:
+        stages = {k: v for k, v in (data.get("stages") or {}).items() if k in recorded}
+        return {**{k: v for k, v in data.items() if k != "grid"}, "stages": stages}
+
+    return first_change(kept(old), kept(new))
 
 
 def record_sweep(data: dict[str, Any], output_dir: Path, *, resume: bool) -> None:
