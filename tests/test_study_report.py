@@ -13,7 +13,14 @@ import yaml
 
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.experiments.aggregate import find_runs, group_runs, load_run, run_labels, sections
+from srnet.experiments.aggregate import (
+    find_runs,
+    group_runs,
+    load_run,
+    run_labels,
+    sections,
+    split_grid_points,
+)
 from srnet.experiments.study_report import write_report
 from srnet.sparsity.mask_io import MaskMetadata, save_masks
 
@@ -88,6 +95,29 @@ def test_runs_that_differ_only_in_their_objective_settings_get_different_labels(
     assert objective("kd", pred_weight=1.0, hidden_weight=0.5) == "kd hidden_weight=0.5"
     tagged = {"objective": {"name": "kd"}, "tags": {"objective": "distilled"}}
     assert run_labels(tagged)["objective"] == "distilled"
+
+
+def test_runs_of_different_grid_points_are_not_pooled_as_seeds(tmp_path):
+    """Same labels, different upstream grid values (stage.json): two rows, named by the values
+    that differ; the seed alone never splits a row, and plain runs are unchanged."""
+    root = tmp_path / "runs"
+    for steps, devs in ((300, (0.70, 0.72)), (3000, (0.80, 0.84))):
+        for seed, dev in enumerate(devs, 1):
+            run = write_run(root, f"ticket_{steps}_{seed}", seed=seed, dev=dev, method="fixed", sparsity=0.3)
+            grid = {"seed": seed, "gates.training.max_steps": steps,
+                    "gates.objective.params": {"steps": 2, "step_size": 0.03}}
+            (run / "stage.json").write_text(json.dumps({"stage": "ticket", "grid": grid}))
+    write_run(root, "dense", seed=1, dev=0.9)
+    runs = split_grid_points(load_run(p) for p in find_runs([root]))
+    groups = {g.labels.get("grid"): g for g in group_runs(sections(runs)[0])}
+    assert set(groups) == {None, "gates.training.max_steps=300", "gates.training.max_steps=3000"}
+    assert groups["gates.training.max_steps=300"].stats["ID mnli_dev"].mean == pytest.approx(0.71)
+    assert groups["gates.training.max_steps=3000"].stats["ID mnli_dev"].mean == pytest.approx(0.82)
+    assert len(groups[None].runs) == 1
+    assert "gates.training.max_steps=3000" in write_report([root], tmp_path / "rep").path.read_text()
+    (root / "ticket_300_1" / "stage.json").write_text("{not json")
+    with pytest.raises(SrnetError, match=r"ticket_300_1/stage.json: unreadable stage record"):
+        load_run(root / "ticket_300_1")
 
 
 def test_unreadable_run_files_are_one_line_errors(tmp_path):

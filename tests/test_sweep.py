@@ -77,6 +77,22 @@ def test_grid_expands_and_shared_stages_are_planned_once(tmp_path):
     assert [j.key for j in other.jobs] == order
 
 
+def test_a_stage_records_the_grid_values_of_the_stages_it_consumes(tmp_path):
+    """A ticket retrained from masks searched two ways is two configurations: its grid names the
+    search's values (which the report needs to keep them apart); the fine-tune shares none."""
+    stages = {"ft": {"kind": "train"},
+              "search": {"kind": "train", "set": {"model.init_from": "@ft", "pruning.method": "omp"}},
+              "retrain": {"kind": "train", "set": {"model.init_from": "@search"}}}
+    grid = {"seed": [1], "search.training.max_steps": [2, 3]}
+    result = api.sweep(sweep_file(tmp_path, "m", stages, grid), dry_run=True, progress=lambda _: None)
+    by_name = collections.defaultdict(list)
+    for job in result.jobs:
+        by_name[job.name].append(job.grid)
+    assert by_name["ft"] == [{"seed": 1}]
+    assert by_name["search"] == by_name["retrain"] == [
+        {"seed": 1, "search.training.max_steps": 2}, {"seed": 1, "search.training.max_steps": 3}]
+
+
 def test_set_overrides_one_dotted_grid_key(tmp_path):
     """``--set grid.prune.pruning.sparsity=[..]`` replaces that grid key (grid keys are flat)."""
     grid = {"seed": [1], "prune.pruning.sparsity": [0.3, 0.5, 0.7]}

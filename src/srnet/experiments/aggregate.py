@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from srnet.errors import SrnetError
 from srnet.evaluation.challenge import f_bias
 from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, rules_differ
 from srnet.experiments.rundir import RunDir
+from srnet.experiments.sweep import COMPLETE
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec, LabelScheme
 from srnet.training.objectives import OBJECTIVES
@@ -53,6 +54,8 @@ class Run:
     """Evaluation split name -> its label scheme (when the task and split are known)."""
     attacks: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Attack name -> the summary ``srnet attack`` wrote to ``attack/<name>.json``."""
+    grid: dict[str, Any] = field(default_factory=dict)
+    """The sweep grid values that shaped the run (its ``stage.json``), seeds left out."""
 
     @property
     def dense(self) -> bool:
@@ -114,7 +117,49 @@ def load_run(path: str | Path) -> Run:
     recipe = recipe or {}
     labels = run_labels(recipe, metrics.get("sparsity"))
     return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.get("seed")),
-               split_schemes(recipe, metrics.get("task") or recipe.get("task")), load_attacks(run.root))
+               split_schemes(recipe, metrics.get("task") or recipe.get("task")), load_attacks(run.root),
+               load_grid(run.root))
+
+
+def load_grid(root: Path) -> dict[str, Any]:
+    """A sweep stage's grid values from its ``stage.json`` (none for a plain run), seeds left out."""
+    path = root / COMPLETE
+    if not path.is_file():
+        return {}
+    try:
+        grid = json.loads(path.read_text(encoding="utf-8")).get("grid") or {}
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        raise SrnetError(f"{path}: unreadable stage record") from None
+    if not isinstance(grid, dict):
+        raise SrnetError(f"{path}: 'grid' is not a mapping of grid key -> value")
+    return {k: v for k, v in grid.items() if k.rsplit(".", 1)[-1] != "seed"}
+
+
+def split_grid_points(runs: Iterable[Run]) -> list[Run]:
+    """Runs with the same labels but different sweep grid points (a ticket retrained from masks
+    searched for 300 or 3,000 steps) are not seeds of one configuration: each gets a ``grid`` label
+    naming the values that set it apart, so no table pools them."""
+    runs = list(runs)
+    alike: dict[tuple, list[Run]] = {}
+    for run in runs:
+        alike.setdefault(tuple(sorted(run.labels.items())), []).append(run)
+    split: dict[int, Run] = {}
+    for same in alike.values():
+        keys = dict.fromkeys(k for run in same for k in run.grid)
+        apart = [k for k in keys if len({json.dumps(r.grid.get(k), sort_keys=True) for r in same}) > 1]
+        for run in same if apart else []:
+            split[id(run)] = replace(run, labels=run.labels | {"grid": grid_label(run.grid, apart)})
+    return [split.get(id(run), run) for run in runs]
+
+
+def grid_label(grid: dict[str, Any], keys: Sequence[str]) -> str:
+    """``gates.training.max_steps=300 gates.objective.params=steps:5,step_size:0.03``."""
+    def value(v: Any) -> str:
+        if isinstance(v, dict):
+            return ",".join(f"{k}:{value(x)}" for k, x in v.items())
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    return " ".join(f"{k}={value(grid.get(k))}" for k in keys)
 
 
 def load_attacks(root: Path) -> dict[str, dict[str, Any]]:

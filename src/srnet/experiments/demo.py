@@ -138,13 +138,15 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
         group_runs,
         load_run,
         sections,
+        split_grid_points,
     )
     from srnet.experiments.study_report import RULE_TEXT, write_report
     from srnet.report import format_table
 
     progress("report: writing report.md and figures")
     report = write_report([out], out / "report")
-    found = sections(load_run(p) for p in find_runs([out]) if out / "report" not in p.parents)
+    runs = split_grid_points(load_run(p) for p in find_runs([out]) if out / "report" not in p.parents)
+    found = sections(runs)
     lines = []
     for section in found:
         merging = section.merging_splits()

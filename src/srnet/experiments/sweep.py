@@ -65,6 +65,8 @@ class Job:
     params: dict[str, Any]
     deps: list[str] = field(default_factory=list)
     grid: dict[str, Any] = field(default_factory=dict)
+    """The grid values that shape this stage: the base's, its own and those of the stages it
+    consumes (transitively); recorded in ``stage.json`` so a report never pools grid points."""
 
     @property
     def label(self) -> str:
@@ -134,6 +136,7 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
         base = copy.deepcopy(sweep.base)
         _apply(base, {k: v for k, v in point.items() if _grid_target(k, sweep)[0] is None}, source)
         keys: dict[str, str] = {}
+        upstream: dict[str, set[str]] = {}  # stage -> the stages it consumes, transitively
         points.append((base, keys))
         for name in order:
             if name in gathering:
@@ -153,7 +156,9 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
                     "deps": {d: keys[d] for d in deps}}
             key = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
             keys[name] = key
-            own_grid = {k: v for k, v in point.items() if _grid_target(k, sweep)[0] in (None, name)}
+            upstream[name] = set(deps).union(*(upstream[d] for d in deps))
+            shaping = {None, name, *upstream[name]}  # a ticket is set apart by its mask search's values
+            own_grid = {k: v for k, v in point.items() if _grid_target(k, sweep)[0] in shaping}
             if key in jobs:  # shared: keep only the grid values that all its points agree on
                 jobs[key].grid = {k: v for k, v in jobs[key].grid.items() if own_grid.get(k) == v}
                 continue

@@ -11,17 +11,21 @@ from collections.abc import Sequence
 import torch
 
 from srnet.evaluation.attacks.text import Words
-from srnet.models.loading import load_tokenizer, resolve_model_name
+from srnet.models.loading import default_device, load_tokenizer, resolve_model_name
 
 
 class SentenceEncoder:
-    """Cosine similarity of mean-pooled last hidden states (embeddings of seen texts are cached)."""
+    """Cosine similarity of mean-pooled last hidden states (embeddings of seen texts are cached).
+
+    The encoder runs on :func:`default_device` (the GPU where there is one); vectors come back on
+    the CPU."""
 
     def __init__(self, name: str = "default", max_length: int = 128, batch_size: int = 64) -> None:
         from transformers import AutoModel
 
         self.tokenizer = load_tokenizer(name)
-        self.model = AutoModel.from_pretrained(resolve_model_name(name)).eval()
+        self.device = default_device()
+        self.model = AutoModel.from_pretrained(resolve_model_name(name)).eval().to(self.device)
         self.max_length, self.batch_size = max_length, batch_size
         self._cache: dict[str, torch.Tensor] = {}
 
@@ -32,11 +36,12 @@ class SentenceEncoder:
         for start in range(0, len(todo), self.batch_size):
             chunk = todo[start : start + self.batch_size]
             enc = self.tokenizer(chunk, padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="pt")
+                                 return_tensors="pt").to(self.device)
             hidden = self.model(**enc).last_hidden_state
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-            for text, vector in zip(chunk, torch.nn.functional.normalize(pooled, dim=1), strict=True):
+            vectors = torch.nn.functional.normalize(pooled, dim=1).cpu()
+            for text, vector in zip(chunk, vectors, strict=True):
                 self._cache[text] = vector
         return torch.stack([self._cache[t] for t in texts])
 
@@ -52,7 +57,7 @@ class SentenceEncoder:
         enc = self.tokenizer([t.text for t in texts], return_offsets_mapping=True, padding=True,
                              truncation=True, max_length=self.max_length, return_tensors="pt")
         offsets = enc.pop("offset_mapping").tolist()
-        hidden = self.model(**enc).last_hidden_state
+        hidden = self.model(**enc.to(self.device)).last_hidden_state.cpu()
         vectors = []
         for row, (text, spans) in enumerate(zip(texts, offsets, strict=True)):
             start = text.starts()[index]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.experiments.aggregate import find_runs, group_runs, load_run, sections
+from srnet.experiments.aggregate import find_runs, group_runs, load_run, sections, split_grid_points
 from srnet.experiments.study_report.base import (
     Part,
     RunSet,
@@ -57,7 +57,8 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool 
     """Find the complete runs under ``paths`` and write ``out/report.md`` plus PNG figures
     (tables only with ``figures=False``): every registered section that applies, in order."""
     out = Path(out)
-    runs = [load_run(p) for p in find_runs(paths) if out.resolve() not in p.resolve().parents]
+    found_runs = (load_run(p) for p in find_runs(paths) if out.resolve() not in p.resolve().parents)
+    runs = split_grid_points(found_runs)
     if not runs:
         raise SrnetError(f"{', '.join(map(str, paths))}: no complete runs (no metrics.json under it)")
     comparable = [s for s in sections(runs) if s.id_splits or s.ood_splits]
