@@ -131,7 +131,7 @@ def test_mask_similarity_table_and_heatmap(tmp_path):
     report = write_report([root], tmp_path / "report")
     text = report.path.read_text()
     part = text[text.index("### Mask similarity"):text.index("### Figures")]
-    assert "Mask similarity at 50% sparsity (Jaccard of kept weights); one run per configuration" in part
+    assert "Mask similarity at 50% sparsity (Jaccard of kept weights); the mean over the seeds both" in part
     rows = [cells(line) for line in part.splitlines() if line.startswith("| ")]
     assert rows[0] == ["", "imp/ce", "omp/ce"]
     assert rows[2:] == [["imp/ce", "1.000", "0.333"], ["omp/ce", "0.333", "1.000"]]  # 1 shared of 3 kept

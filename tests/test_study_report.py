@@ -199,18 +199,25 @@ def test_section_uses_the_runs_primary_rule(tmp_path):
     assert "collapse rule `argmax`" in text and "other rule, `sum`" in text
 
 
-def test_mask_jaccard_heatmap(tmp_path):
+def test_mask_jaccard_heatmap_is_the_mean_over_shared_seeds(tmp_path):
     root = tmp_path / "runs"
     name = "bert.encoder.layer.0.attention.self.query.weight"
     keep = {name: torch.tensor([[1, 1, 0, 0]], dtype=torch.bool)}
     other = {name: torch.tensor([[1, 0, 1, 0]], dtype=torch.bool)}
     meta = MaskMetadata(method="x", base_model="m", base_model_fingerprint="f")
-    for name, method, masks in (("omp", "omp", keep), ("imp", "imp", other)):
-        run = write_run(root, name, seed=1, dev=0.7, hans=hans_block(0.5, 0.5), method=method, sparsity=0.5)
+    # seed 1: Jaccard 1/3; seed 2: identical masks, 1; seed 3 (omp only) has no partner
+    for run_name, method, seed, masks in (("omp1", "omp", 1, keep), ("imp1", "imp", 1, other),
+                                          ("omp2", "omp", 2, keep), ("imp2", "imp", 2, keep),
+                                          ("omp3", "omp", 3, other)):
+        run = write_run(root, run_name, seed=seed, dev=0.7, hans=hans_block(0.5, 0.5), method=method,
+                        sparsity=0.5)
         save_masks(run / "masks.safetensors", masks, meta)
     report = write_report([root], tmp_path / "rep")
     assert "s1_mask_jaccard.png" in [p.name for p in report.figures]
-    assert "Mask similarity at 50% sparsity" in report.path.read_text()
+    text = report.path.read_text()
+    assert "Mask similarity at 50% sparsity" in text
+    row = next(line for line in text.splitlines() if line.startswith("| imp/ce"))
+    assert [cell.strip() for cell in row.strip("|").split("|")][1:] == ["1.000", "0.667"]
 
 
 def test_hidden_overwrite_and_replaced_folders_are_skipped(study):

@@ -1,8 +1,9 @@
 """Section ``jaccard``: how alike the masks of different configurations are.
 
-At the sparsity where most configurations kept their ``masks.safetensors`` (one run each: the
-lowest seed), the Jaccard similarity of the kept weights of every pair, as a table and a
-heatmap.  Masks of different models are not comparable (empty cells).
+At the sparsity where most configurations kept their ``masks.safetensors``, the Jaccard
+similarity of the kept weights of every pair, as a table and a heatmap: the mean over the seeds
+both configurations ran (their lowest seeds where they share none).  Masks of different models are
+not comparable (empty cells).
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ from srnet.experiments.study_report.base import Part, RunSet, SetSection, Study,
 from srnet.report import format_table, plot_similarity
 
 
-def mask_files(runs: RunSet) -> tuple[float, dict[str, Path]] | None:
-    """(sparsity, configuration -> mask file) at the sparsity with the most masked configurations."""
-    by_sparsity: dict[float, dict[str, Path]] = {}
+def mask_files(runs: RunSet) -> tuple[float, dict[str, dict[str, Path]]] | None:
+    """(sparsity, configuration -> seed -> mask file) at the sparsity with the most masked
+    configurations (seeds in order; a seed's first run by path)."""
+    by_sparsity: dict[float, dict[str, dict[str, Path]]] = {}
     for group in runs.groups:
-        files = sorted((run.seed is None, str(run.seed), run.path / "masks.safetensors")
-                       for run in group.runs if (run.path / "masks.safetensors").is_file())
+        files: dict[str, Path] = {}
+        for run in sorted(group.runs, key=lambda r: (r.seed is None, str(r.seed), str(r.path))):
+            if (run.path / "masks.safetensors").is_file():
+                files.setdefault(str(run.seed), run.path / "masks.safetensors")
         if group.labels["method"] != DENSE and files:
-            by_sparsity.setdefault(group.labels["sparsity"], {})[display(group)] = files[0][2]
+            by_sparsity.setdefault(group.labels["sparsity"], {})[display(group)] = files
     if not by_sparsity:
         return None
     return max(by_sparsity.items(), key=lambda kv: (len(kv[1]), kv[0]))
@@ -41,6 +45,33 @@ def jaccard_matrix(names: Sequence[str], masks: Sequence[Mapping[str, torch.Tens
         for j, b in enumerate(masks):
             with contextlib.suppress(SrnetError):  # masks of different models: not comparable
                 matrix[i, j] = compare_masks(a, b, labels=(names[i], names[j])).overall.jaccard
+    return matrix
+
+
+def seed_mean_jaccard(files: Mapping[str, Mapping[str, Path]]) -> np.ndarray:
+    """Per pair of configurations, the mean Jaccard over the seeds both ran (else their lowest
+    seeds'), each mask file read once."""
+    from srnet.sparsity.mask_io import load_masks
+
+    names = list(files)
+    loaded: dict[Path, Mapping[str, torch.Tensor]] = {}
+
+    def masks(path: Path) -> Mapping[str, torch.Tensor]:
+        if path not in loaded:
+            loaded[path] = load_masks(path)[0]
+        return loaded[path]
+
+    matrix = np.full((len(names), len(names)), np.nan)
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            if j < i:
+                matrix[i, j] = matrix[j, i]
+                continue
+            pairs = [(files[a][s], files[b][s]) for s in files[a] if s in files[b]]
+            pairs = pairs or [(next(iter(files[a].values())), next(iter(files[b].values())))]
+            with contextlib.suppress(SrnetError):  # masks of different models: not comparable
+                matrix[i, j] = float(np.mean([
+                    compare_masks(masks(x), masks(y), labels=(a, b)).overall.jaccard for x, y in pairs]))
     return matrix
 
 
@@ -62,17 +93,16 @@ class MaskJaccard(SetSection):
         return found is not None and len(found[1]) >= 2
 
     def render(self, study: Study, runs: RunSet) -> Part:
-        from srnet.sparsity.mask_io import load_masks
-
         found = mask_files(runs)
         assert found is not None
         sparsity, files = found
         names = list(files)
-        matrix = jaccard_matrix(names, [load_masks(files[name])[0] for name in names])
+        matrix = seed_mean_jaccard(files)
         title = f"Mask similarity at {sparsity:.0%} sparsity (Jaccard of kept weights)"
         table = jaccard_table(names, matrix)
         part = Part(lines=["### Mask similarity", "",
-                           f"{title}; one run per configuration (the lowest seed):", "", table],
+                           f"{title}; the mean over the seeds both configurations ran (their lowest "
+                           "seeds where they share none):", "", table],
                     tables=[table])
         if study.figures:
             path = study.out / f"{runs.prefix}_mask_jaccard.png"
