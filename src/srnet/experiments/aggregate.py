@@ -135,6 +135,11 @@ def load_grid(root: Path) -> dict[str, Any]:
     return {k: v for k, v in grid.items() if k.rsplit(".", 1)[-1] != "seed"}
 
 
+def configuration(run: Run) -> tuple:
+    """The key of a run's configuration: its labels, in order (runs with equal keys are seeds)."""
+    return tuple(sorted(run.labels.items()))
+
+
 def split_grid_points(runs: Iterable[Run]) -> list[Run]:
     """Runs with the same labels but different sweep grid points (a ticket retrained from masks
     searched for 300 or 3,000 steps) are not seeds of one configuration: each gets a ``grid`` label
@@ -142,7 +147,7 @@ def split_grid_points(runs: Iterable[Run]) -> list[Run]:
     runs = list(runs)
     alike: dict[tuple, list[Run]] = {}
     for run in runs:
-        alike.setdefault(tuple(sorted(run.labels.items())), []).append(run)
+        alike.setdefault(configuration(run), []).append(run)
     split: dict[int, Run] = {}
     for same in alike.values():
         keys = dict.fromkeys(k for run in same for k in run.grid)
@@ -403,7 +408,7 @@ def group_runs(section: Section, rule: str | None = None) -> list[Group]:
     sorted dense first, then by name and sparsity."""
     grouped: dict[tuple, list[Run]] = {}
     for run in section.runs:
-        grouped.setdefault(tuple(sorted(run.labels.items())), []).append(run)
+        grouped.setdefault(configuration(run), []).append(run)
     groups = []
     for runs in grouped.values():
         columns: dict[str, list[float]] = {}

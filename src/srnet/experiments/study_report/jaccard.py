@@ -8,7 +8,6 @@ not comparable (empty cells).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -38,14 +37,22 @@ def mask_files(runs: RunSet) -> tuple[float, dict[str, dict[str, Path]]] | None:
     return max(by_sparsity.items(), key=lambda kv: (len(kv[1]), kv[0]))
 
 
-def jaccard_matrix(names: Sequence[str], masks: Sequence[Mapping[str, torch.Tensor]]) -> np.ndarray:
+Masks = Mapping[str, torch.Tensor]
+"""One run's masks: parameter name -> boolean keep-mask."""
+
+
+def pair_jaccard(a: Masks, b: Masks, labels: tuple[str, str]) -> float:
+    """Jaccard similarity of two mask sets' kept weights; NaN for masks of different models."""
+    try:
+        return compare_masks(a, b, labels=labels).overall.jaccard
+    except SrnetError:
+        return float("nan")
+
+
+def jaccard_matrix(names: Sequence[str], masks: Sequence[Masks]) -> np.ndarray:
     """Jaccard similarity of the kept weights of every pair of mask sets (NaN: not comparable)."""
-    matrix = np.full((len(masks), len(masks)), np.nan)
-    for i, a in enumerate(masks):
-        for j, b in enumerate(masks):
-            with contextlib.suppress(SrnetError):  # masks of different models: not comparable
-                matrix[i, j] = compare_masks(a, b, labels=(names[i], names[j])).overall.jaccard
-    return matrix
+    return np.array([[pair_jaccard(a, b, (names[i], names[j])) for j, b in enumerate(masks)]
+                     for i, a in enumerate(masks)], dtype=float).reshape(len(masks), len(masks))
 
 
 def seed_mean_jaccard(files: Mapping[str, Mapping[str, Path]]) -> np.ndarray:
@@ -54,9 +61,9 @@ def seed_mean_jaccard(files: Mapping[str, Mapping[str, Path]]) -> np.ndarray:
     from srnet.sparsity.mask_io import load_masks
 
     names = list(files)
-    loaded: dict[Path, Mapping[str, torch.Tensor]] = {}
+    loaded: dict[Path, Masks] = {}
 
-    def masks(path: Path) -> Mapping[str, torch.Tensor]:
+    def masks(path: Path) -> Masks:
         if path not in loaded:
             loaded[path] = load_masks(path)[0]
         return loaded[path]
@@ -69,9 +76,7 @@ def seed_mean_jaccard(files: Mapping[str, Mapping[str, Path]]) -> np.ndarray:
                 continue
             pairs = [(files[a][s], files[b][s]) for s in files[a] if s in files[b]]
             pairs = pairs or [(next(iter(files[a].values())), next(iter(files[b].values())))]
-            with contextlib.suppress(SrnetError):  # masks of different models: not comparable
-                matrix[i, j] = float(np.mean([
-                    compare_masks(masks(x), masks(y), labels=(a, b)).overall.jaccard for x, y in pairs]))
+            matrix[i, j] = float(np.mean([pair_jaccard(masks(x), masks(y), (a, b)) for x, y in pairs]))
     return matrix
 
 
