@@ -67,7 +67,7 @@ def cells(line: str) -> list[str]:
 
 def test_sections_are_registered_in_a_fixed_order():
     assert [s.name for s in ordered(SetSection)] == [
-        "tables", "attacks", "easy_hard", "jaccard", "layers", "learning_curves"]
+        "tables", "attacks", "easy_hard", "winwin", "jaccard", "layers", "learning_curves"]
     assert [s.name for s in ordered(StudySection)] == ["structured", "tamt"]
     assert SECTIONS.help("easy_hard").startswith("Hard / easy / easy − hard accuracy")
 
@@ -120,6 +120,67 @@ def test_easy_hard_table6_layout_and_figure(tmp_path):
     figure = tmp_path / "report" / "s1_easy_hard_vs_sparsity.png"
     assert figure in report.figures and figure.read_bytes()[:8] == PNG
     assert not (tmp_path / "report" / "s2_easy_hard_vs_sparsity.png").exists()
+
+
+def with_confusion(metrics: dict, confusion: list[list[int]], movement: tuple | None = None) -> dict:
+    """``metrics`` whose ID block holds a confusion matrix (ID collapse is read from it) and,
+    for a learned mask, its movement (flipped, Jaccard)."""
+    metrics["id"]["mnli_dev"]["confusion"] = confusion
+    if movement:
+        metrics["mask_movement"] = {"flipped": movement[0], "jaccard": movement[1]}
+    return metrics
+
+
+def test_winwin_layout_by_paradigm_with_movement_timing_and_id_collapse(tmp_path):
+    root = tmp_path / "runs"
+    fine = [[30, 3, 3], [3, 30, 3], [4, 4, 20]]  # 80 of 100 right
+    lost = [[36, 0, 0], [32, 0, 0], [32, 0, 0]]  # the majority class: at chance
+    for seed in (1, 2):
+        run_folder(root / f"ce{seed}", seed=seed, tags={"paradigm": "dense"},
+                   metrics=with_confusion(nli_metrics(0.80, 0.5, 0.9, easy_hard=(0.90, 0.68)), fine))
+        run_folder(root / f"poe{seed}", seed=seed, loss="poe", tags={"paradigm": "dense"},
+                   metrics=with_confusion(nli_metrics(0.78, 0.5, 0.5, easy_hard=(0.85, 0.70)), fine))
+        run_folder(root / f"m50_{seed}", seed=seed, loss="poe", tags={"paradigm": "a (from CE)"},
+                   pruning={"method": "mask_train", "sparsity": 0.5},
+                   metrics=with_confusion(nli_metrics(0.79, 0.5, 0.5, easy_hard=(0.86, 0.71 + seed / 100),
+                                                      sparsity=0.5), fine, (0.05, 0.9 + seed / 100)))
+    run_folder(root / "m70", loss="poe", tags={"paradigm": "a (from CE)"},
+               pruning={"method": "mask_train", "sparsity": 0.7},
+               metrics=with_confusion(nli_metrics(0.36, 0.5, 0.0, easy_hard=(0.40, 0.30), sparsity=0.7),
+                                      lost, (0.3, 0.5)))
+    run_folder(root / "t20", loss="poe", tags={"paradigm": "timing", "start": "20%"},
+               pruning={"method": "mask_train", "sparsity": 0.7},
+               metrics=with_confusion(nli_metrics(0.70, 0.5, 0.4, easy_hard=(0.80, 0.60), sparsity=0.7),
+                                      fine, (0.1, 0.8)))
+    run_folder(root / "t50", loss="poe", tags={"paradigm": "timing", "start": "50%"},
+               pruning={"method": "mask_train", "sparsity": 0.7},
+               metrics=with_confusion(nli_metrics(0.72, 0.5, 0.4, easy_hard=(0.82, 0.62), sparsity=0.7),
+                                      fine, (0.1, 0.8)))
+    report = write_report([root], tmp_path / "report")
+    text = report.path.read_text()
+    table = text[text.index("| paradigm | model"):].split("\n\n")[0].splitlines()
+    assert cells(table[0]) == ["paradigm", "model", "sparsity", "n", "mnli_dev", "Hard", "Easy",
+                               "Gap (E − H)", "hans", "flipped %", "Jaccard"]
+    rows = [cells(line) for line in table[2:]]
+    assert [r[:4] for r in rows] == [
+        ["dense", "dense/ce", "0%", "2"], ["dense", "dense/poe", "0%", "2"],
+        ["a (from CE)", "mask_train/poe", "50%", "2"], ["a (from CE)", "mask_train/poe", "70%", "1"],
+        ["timing", "mask_train/poe from 20%", "70%", "1"], ["timing", "mask_train/poe from 50%", "70%", "1"]]
+    assert rows[2][4:] == ["79.0 ± 0.0", "72.5 ± 0.7", "86.0 ± 0.0", "13.5 ± 0.7", "50.0 ± 0.0",
+                           "5.0 ± 0.0", "0.915 ± 0.007"]
+    assert rows[3][4] == "36.0 †1/1"  # at chance on the ID split: marked
+    assert rows[0][-2:] == ["-", "-"]  # dense: no mask
+    for name in ("s1_winwin_vs_sparsity.png", "s1_winwin_timing.png"):
+        figure = tmp_path / "report" / name
+        assert figure in report.figures and figure.read_bytes()[:8] == PNG
+
+
+def test_winwin_layout_needs_several_paradigms(tmp_path):
+    root = tmp_path / "runs"
+    run_folder(root / "ce", metrics=nli_metrics(0.8, 0.5, 0.9, easy_hard=(0.9, 0.7)))
+    run_folder(root / "imp", pruning={"method": "imp", "sparsity": 0.5}, tags={"paradigm": "a"},
+               metrics=nli_metrics(0.75, 0.55, 0.3, easy_hard=(0.80, 0.71), sparsity=0.5))
+    assert "Win-win layout" not in write_report([root], tmp_path / "report", figures=False).path.read_text()
 
 
 def test_mask_similarity_table_and_heatmap(tmp_path):

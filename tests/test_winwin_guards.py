@@ -124,11 +124,12 @@ def test_a_mask_that_did_not_move_is_reported(tmp_path, tiny_model_dir, caplog):
     movement = result.metrics["mask_movement"]
     assert movement["flipped"] == 0.0 and movement["jaccard"] == 1.0 and movement["moved"] is False
     assert set(movement["per_matrix"]) == set(result.metrics["sparsity"]["per_matrix"])
-    warning = ("still: the mask did not move from its OMP start (0.0000% of entries flipped); "
-               "raise pruning.params.mask_lr or the budget")
+    warning = ("still: the mask did not move from its OMP start (Jaccard 1.0000, 0.0000% of entries "
+               "flipped; a learned mask should move by >= 1%): raise pruning.params.mask_lr (or use "
+               "mask_lr: auto) or the budget")
     assert warning in caplog.text
-    early = ("pruning.params.mask_lr 1e-09 over 6 steps moves a score by at most ~0.0000, and hard-init "
-             "kept and pruned scores are 0.02 apart: the mask cannot leave its OMP start")
+    early = ("pruning.params.mask_lr 1e-09 over 6 steps reaches 0.00 of the initial threshold 0.01: "
+             "the mask will barely leave its OMP start")
     assert early in caplog.text  # said before any step was spent
     assert log_events(result.run_dir, "mask_movement")[0]["warning"] == warning
 
@@ -138,9 +139,9 @@ def test_a_mask_that_moved_records_how_far(tmp_path, tiny_model_dir, caplog):
                                                                  "params": {"mask_lr": 0.5}})
     with caplog.at_level(logging.WARNING, logger="srnet"):
         movement = api.run(moving).metrics["mask_movement"]
-    assert movement["moved"] and 0.001 <= movement["flipped"] <= 1 and movement["jaccard"] < 1
+    assert movement["moved"] and 0.001 <= movement["flipped"] <= 1 and movement["jaccard"] <= 0.99
     assert movement["flipped_entries"] > 0
-    assert "did not move" not in caplog.text and "cannot leave" not in caplog.text
+    assert "did not move" not in caplog.text and "barely leave" not in caplog.text
 
 
 def test_one_shot_methods_record_no_movement(tmp_path, tiny_model_dir):

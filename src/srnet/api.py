@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
 from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
@@ -23,6 +22,7 @@ from srnet.experiments.demo import DemoResult
 from srnet.experiments.execute import SweepResult
 from srnet.experiments.run import RunResult, run_recipe
 from srnet.experiments.rundir import RunDir
+from srnet.io import load_yaml
 
 
 def run(
@@ -333,7 +333,8 @@ def _card_context(folder: Path) -> dict:
     from srnet.experiments.aggregate import load_attacks
 
     run = RunDir(folder)
-    recipe = yaml.safe_load(run.config.read_text(encoding="utf-8")) if run.config.is_file() else None
+    config = run.config
+    recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else None
     return {"metrics": json.loads(run.metrics.read_text(encoding="utf-8")), "attacks": load_attacks(folder),
             "recipe": recipe}
 

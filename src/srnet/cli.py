@@ -9,6 +9,7 @@ from pathlib import Path
 
 from srnet.console import end_progress_bars, quiet_libraries
 from srnet.errors import SrnetError
+from srnet.io import load_yaml
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,8 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args) or 0
     except SrnetError as exc:
+        from srnet.io import short
+
         end_progress_bars()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {short(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write the library did not wrap: read-only folder, full disk...
         from srnet.io import describe_os_error
@@ -330,7 +333,6 @@ def cmd_predict(args) -> int:
 
 
 def cmd_attack(args) -> int:
-    import yaml
 
     from srnet import api
     from srnet.report import format_table
@@ -340,7 +342,7 @@ def cmd_attack(args) -> int:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise SrnetError(f"--param {item!r}: expected KEY=VALUE")
-        params[key] = yaml.safe_load(value)
+        params[key] = load_yaml(value, f"--with {key}")
     report = api.attack(args.model, args.recipe, args.overrides, attack=args.attack, n=args.n, seed=args.seed,
                         split=args.split, out=args.out, params=params, examples=args.examples)
     s = report.summary
@@ -499,7 +501,7 @@ def cmd_masks_random_like(args) -> int:
 
 
 def _print_summary(result) -> None:
-    from srnet.report import summary_table
+    from srnet.report import collapse_warnings, summary_table
 
     metrics = result.metrics
     if "pretraining" in metrics:  # a text (TAMT) run: dev-block losses, no splits
@@ -510,6 +512,8 @@ def _print_summary(result) -> None:
     else:
         print(summary_table(metrics))
     print(f"\nrun directory: {result.run_dir}")
+    for warning in collapse_warnings(metrics):
+        print(warning)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
+from srnet.io import load_yaml
 from srnet.losses import LOSSES
 from srnet.pruning.config import DENSE, PruningConfig
 from srnet.tasks.registry import TASKS
@@ -215,7 +216,7 @@ def parse_override(item: str, source: str = "--set") -> tuple[str, Any]:
     if not all(key.strip().split(".")):
         raise SrnetError(f"{source}: override key '{key}' is empty or has an empty part")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
+        value = load_yaml(raw, source) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
@@ -284,7 +285,7 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> 
         if not path.is_file():
             raise SrnetError(f"{path}: recipe file not found")
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+            loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
         except UnicodeDecodeError:
             raise SrnetError(f"{path}: not a UTF-8 text file") from None
         except yaml.YAMLError as exc:

@@ -165,3 +165,34 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path
     """Write one JSON object per line atomically."""
     text = "".join(json.dumps(row, default=str) + "\n" for row in rows)
     return atomic_write_text(path, text)
+
+
+MAX_YAML_NODES = 200_000
+"""The most values a YAML document may expand to, aliases counted at every use: a recipe or sweep
+is a few hundred; a 'billion laughs' of nested aliases is refused instead of filling memory."""
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """``yaml.safe_load`` of ``text`` (no code, no Python objects), refused in one line naming
+    ``source`` when its aliases expand to more than :data:`MAX_YAML_NODES` values."""
+    import yaml
+
+    loaded = yaml.safe_load(text)
+    count, stack = 0, [loaded]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise SrnetError(f"{source}: YAML expands to more than {MAX_YAML_NODES:,} values (nested "
+                             "aliases?); refused")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+            stack.extend(node.keys())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return loaded
+
+
+def short(message: str, limit: int = 600) -> str:
+    """``message`` cut to ``limit`` characters (an error line stays one readable line)."""
+    return message if len(message) <= limit else f"{message[:limit]}… ({len(message):,} characters)"

@@ -95,6 +95,7 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
     columns = ["split", "kind", "n", "accuracy", "primary"]
     columns += [c for c in ("easy-hard", "shortcut_gap", "f_bias") if any(r[c] is not None for r in rows)]
     parts = ["  ".join(head), format_table(rows, columns)]
+    parts += [line + "\n" for line in collapse_warnings(metrics)]
     for split, block in (metrics.get("ood") or {}).items():
         if block.get("collapse"):
             parts.append(_rules_line(split, block))
@@ -105,6 +106,15 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
             table = format_table(grid, ["heuristic", *labels])
             parts.append(f"{split}: accuracy by heuristic x label\n{table}")
     return "\n".join(parts)
+
+
+def collapse_warnings(metrics: Mapping[str, Any]) -> list[str]:
+    """One line per ID split on which the model collapsed (one class, or accuracy near chance)."""
+    return [f"COLLAPSED: {metrics.get('run', 'the run')} is at chance on ID split {split} (accuracy "
+            f"{block['accuracy']:.4f}, majority class {block['chance']:.4f}): the model was lost, "
+            "its numbers are no result"
+            for split, block in (metrics.get("id") or {}).items()
+            if block.get("collapsed") and "chance" in block]
 
 
 def _rules_line(split: str, block: Mapping[str, Any]) -> str:
@@ -173,8 +183,13 @@ class Panel:
     """(name, mean, std) of dense models, drawn as horizontal dashed lines with a band."""
 
 
-def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: str | None = None) -> Path:
-    """Metrics against sparsity, one panel per metric, side by side (the papers' figure).
+SPARSITY_AXIS = "sparsity (% of encoder weights removed)"
+
+
+def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: str | None = None,
+                         xlabel: str = SPARSITY_AXIS) -> Path:
+    """Metrics against sparsity (or another fraction, ``xlabel``), one panel per metric, side by
+    side (the papers' figure).
 
     Each curve is a line with markers and a ±std band; dense models are horizontal dashed lines
     (with their ±std band), not points at 0%.  Values are fractions, shown as percentages; one
@@ -206,7 +221,7 @@ def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: st
                 ax.axhspan(mean - std, mean + std, color=colors[label], alpha=0.1, linewidth=0)
         ax.set_xlim(min(xs_all) - 0.05, max(xs_all) + 0.05)
         ax.set_title(panel.title)
-        ax.set_xlabel("sparsity (% of encoder weights removed)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(panel.ylabel)
         ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
         ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))

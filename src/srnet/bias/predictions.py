@@ -13,7 +13,8 @@ further row holds one example's natural-log probabilities in the header's label 
 **Also read** by :func:`load_bias_log_probs`, chosen by file suffix:
 
 * ``.npy``: a row-aligned array [N, C] in the order of the examples given;
-* ``.pkl`` / ``.pickle``: a dict keyed by example id (pickles run code: load trusted files only);
+* ``.pkl`` / ``.pickle``: a dict keyed by example id (read data-only: lists, numbers, strings and
+  NumPy arrays; a pickle naming anything else is refused, so it cannot run code);
 * ``.json``: a dict id -> list;
 * ``.jsonl`` without the header: rows ``{"id", "log_probs"}`` or ``{"id", "probs"}`` (so a
   weak model's ``predictions/<split>.jsonl`` works as a bias file).
@@ -39,7 +40,7 @@ import yaml
 from scipy.special import logsumexp
 
 from srnet.errors import SrnetError
-from srnet.io import atomic_write_jsonl
+from srnet.io import atomic_write_jsonl, load_yaml
 
 FORMAT_VERSION = 1
 PROB_FLOOR = 1e-12
@@ -165,7 +166,7 @@ def _check_run_task(run_dir: Path, task: str) -> None:
     if not config.is_file():
         return
     try:
-        data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        data = load_yaml(config.read_text(encoding="utf-8"), str(config)) or {}
     except yaml.YAMLError as exc:
         raise SrnetError(f"{config}: not valid YAML ({str(exc).splitlines()[0]})") from exc
     found = data.get("task") if isinstance(data, dict) else None
@@ -245,12 +246,30 @@ def _load_npy(path: Path, num_rows: int, num_classes: int) -> np.ndarray:
     return values.astype(np.float64)
 
 
+SAFE_PICKLE_GLOBALS = {
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+    ("numpy._core.multiarray", "scalar"), ("collections", "OrderedDict"),
+}
+"""What a bias-prediction pickle may name: plain containers, numbers, strings and NumPy arrays.
+Anything else (``os.system``, ``builtins.eval``...) is refused, so a crafted file runs no code."""
+
+
+class _DataOnlyUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in SAFE_PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which a file of predictions "
+                                         "never needs (refused: pickles can run code)")
+        return super().find_class(module, name)
+
+
 def _load_pickle(path: Path) -> dict[str, Any]:
     with path.open("rb") as f:
         try:
-            data = pickle.load(f)
-        except (pickle.UnpicklingError, EOFError) as exc:
-            raise SrnetError(f"{path}: not a readable pickle ({exc})") from exc
+            data = _DataOnlyUnpickler(f).load()
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError,
+                TypeError, ValueError) as exc:
+            raise SrnetError(f"{path}: not a readable pickle of predictions ({exc})") from None
     if not isinstance(data, Mapping):
         raise SrnetError(f"{path}: pickle holds a {type(data).__name__}; expected a dict keyed by example id")
     return {str(k): v for k, v in data.items()}

@@ -200,6 +200,21 @@ def collapse_from_counts(predicted: np.ndarray, gold: np.ndarray, names: Sequenc
             "collapsed": share >= COLLAPSE_FRACTION and gold_share < COLLAPSE_FRACTION}
 
 
+NEAR_CHANCE_MARGIN = 0.05
+"""An ID split whose accuracy is within this of its gold majority class's share is at chance."""
+
+
+def id_collapse(block: dict[str, Any]) -> dict[str, Any]:
+    """The ID-split flags of a ``metrics.json`` block: ``chance`` (the gold majority class's share,
+    from the confusion matrix), ``near_chance`` (accuracy below chance + :data:`NEAR_CHANCE_MARGIN`)
+    and ``collapsed`` (one-class predictions, or near chance: a model lost by training; issue 27's
+    over-driven mask reached MNLI-m 35.4%, the share of its majority class)."""
+    confusion = np.asarray(block["confusion"])
+    chance = float(confusion.sum(1).max() / confusion.sum())
+    near = block["accuracy"] < chance + NEAR_CHANCE_MARGIN
+    return {"chance": chance, "near_chance": bool(near), "collapsed": bool(block.get("collapsed") or near)}
+
+
 def _as_array(values: Any) -> np.ndarray:
     if hasattr(values, "detach"):  # a torch tensor, on any device
         values = values.detach().float().cpu().numpy()

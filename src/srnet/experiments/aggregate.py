@@ -26,9 +26,10 @@ from pydantic import ValidationError
 
 from srnet.errors import SrnetError
 from srnet.evaluation.challenge import f_bias
-from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, rules_differ
+from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, id_collapse, rules_differ
 from srnet.experiments.rundir import RunDir
 from srnet.experiments.sweep import COMPLETE
+from srnet.io import load_yaml
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec, LabelScheme
 from srnet.training.objectives import OBJECTIVES
@@ -104,7 +105,8 @@ def load_run(path: str | Path) -> Run:
         raise SrnetError(f"{run.metrics}: not found (is '{path}' a finished srnet run?)")
     try:
         metrics = json.loads(run.metrics.read_text(encoding="utf-8"))
-        recipe = yaml.safe_load(run.config.read_text(encoding="utf-8")) if run.config.is_file() else {}
+        config = run.config
+        recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else {}
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         what = type(exc).__name__
         raise SrnetError(f"{run.root}: unreadable metrics.json or config.yaml ({what})") from None
@@ -290,6 +292,8 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
     for split in section.id_splits:
         block = run.block("id", split, rule) or {}
         values[f"ID {split}"] = block.get("primary")
+        if block.get("confusion") and block.get("accuracy") is not None:  # also older results
+            values[f"{COLLAPSED} ID {split}"] = float(id_collapse(block)["collapsed"])
         easy_hard = (run.metrics["id"].get(split) or {}).get("easy_hard")
         if easy_hard:
             values |= {f"easy {split}": easy_hard.get("easy"), f"hard {split}": easy_hard.get("hard"),
@@ -312,6 +316,7 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
     movement = run.metrics.get("mask_movement")
     if movement:
         values[MASK_FLIPPED] = movement.get("flipped")
+        values[MASK_JACCARD] = movement.get("jaccard")
     values.update(f_bias_values(run, section, rule))
     values.update(attack_values(run))
     return values
@@ -319,6 +324,9 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
 
 MASK_FLIPPED = "mask flipped"
 """Column: the fraction of a learned mask's entries that moved from its start (``mask_movement``)."""
+
+MASK_JACCARD = "mask jaccard"
+"""Column: the Jaccard similarity of a learned mask's kept entries with its start's."""
 
 COLLAPSED = "collapsed"
 """Column prefix: the fraction of a configuration's runs whose predictions on a split collapsed

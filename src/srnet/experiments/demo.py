@@ -133,6 +133,7 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
     from srnet.experiments.aggregate import (
         COLLAPSED,
         MASK_FLIPPED,
+        MASK_JACCARD,
         collapsed_runs,
         find_runs,
         group_runs,
@@ -156,7 +157,7 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
             row = {"model": group.name, "sparsity": f"{sum(measured) / len(measured):.1%}",
                    "n": len(group.runs)}
             for column, stat in group.stats.items():
-                if column.startswith(("F_bias", f"{COLLAPSED} ", MASK_FLIPPED)):
+                if column.startswith(("F_bias", f"{COLLAPSED} ", MASK_FLIPPED, MASK_JACCARD)):
                     continue
                 split = column.removeprefix("abs gap ").removeprefix("gap ")
                 row[column] = _mean_std(stat) + collapsed_runs(group, split)

@@ -12,7 +12,7 @@ from srnet.bias import load_bias_log_probs
 from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.challenge import PREDICTION_FILES
-from srnet.evaluation.metrics import evaluate_split, f_bias, predict
+from srnet.evaluation.metrics import evaluate_split, f_bias, id_collapse, predict
 from srnet.evaluation.predict import predict_logits, write_predictions
 from srnet.experiments.rundir import RunDir
 from srnet.io import atomic_write_text
@@ -50,8 +50,10 @@ def evaluate_splits(
             block = evaluate_split(logits, examples, scheme, task.labels, collapse=rule)
             preds = predict(logits, task.labels, scheme.space, rule)
             bias_file = Path(recipe.bias_dir) / f"{name}.jsonl" if recipe.bias_dir else None
-            if kind == "id" and bias_file is not None and bias_file.is_file():
-                block["easy_hard"] = easy_hard_split(bias_file, examples, preds, task.labels)
+            if kind == "id":
+                block.update(id_collapse(block))
+                if bias_file is not None and bias_file.is_file():
+                    block["easy_hard"] = easy_hard_split(bias_file, examples, preds, task.labels)
             out[kind][name] = block
             write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, scheme.space)
             if scheme.prediction_file is not None:

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from srnet.config import Recipe
-from srnet.evaluation.mask_analysis import mask_movement, sparsity_table
+from srnet.evaluation.mask_analysis import MIN_MOVEMENT, mask_movement, sparsity_table
 from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
 from srnet.io import atomic_write_json
@@ -54,6 +54,9 @@ def finish_run(outcome: Outcome) -> dict:
     ``metrics.json`` and remove the checkpoints; returns the metrics."""
     recipe, run, method, masks, metrics = (outcome.recipe, outcome.run, outcome.method,
                                            outcome.masks, outcome.metrics)
+    budget = method.mask_budget()
+    if budget is not None:
+        metrics["mask_budget"] = budget
     record_mask_movement(recipe, run, method, masks, metrics)
     metadata = mask_metadata(recipe, method, outcome.source, outcome.masked, masks) if masks else None
     if metadata is not None and outcome.owns_weights:
@@ -107,9 +110,10 @@ def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, mas
     movement = metrics["mask_movement"] = mask_movement(start, masks)
     entry = {"event": "mask_movement", "flipped": movement["flipped"], "jaccard": movement["jaccard"]}
     if not movement["moved"]:
-        warning = (f"{recipe.name}: the mask did not move from {method.start_name} "
-                   f"({movement['flipped']:.4%} of entries flipped); raise pruning.params.mask_lr or "
-                   "the budget")
+        warning = (f"{recipe.name}: the mask did not move from {method.start_name} (Jaccard "
+                   f"{movement['jaccard']:.4f}, {movement['flipped']:.4%} of entries flipped; a learned "
+                   f"mask should move by >= {MIN_MOVEMENT:.0%}): raise pruning.params.mask_lr (or use "
+                   "mask_lr: auto) or the budget")
         entry["warning"] = warning
         logging.getLogger("srnet.run").warning(warning)
     with run.log.open("a", encoding="utf-8") as fh:

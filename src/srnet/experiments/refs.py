@@ -54,3 +54,17 @@ def resolve_gathered_refs(value: Any, outputs: dict[str, list[Path]]) -> Any:
         raise ValueError(f"'{value}' stands for {len(paths)} outputs (one per grid point): use it as "
                          "an item of a list")
     return str(paths[0]) + (match.group(2) or "")
+
+
+INTERMEDIATE_REF = re.compile(r"^@([A-Za-z_][A-Za-z0-9_]*)/intermediate/step_(\d+)/?$")
+"""'@stage/intermediate/step_N': the model a train stage exported at step N (training.save_at_steps)."""
+
+
+def intermediate_refs(value: Any) -> list[tuple[str, int]]:
+    """(stage, step) of every '@stage/intermediate/step_N' anywhere in ``value``."""
+    if isinstance(value, dict):
+        return [ref for v in value.values() for ref in intermediate_refs(v)]
+    if isinstance(value, list):
+        return [ref for v in value for ref in intermediate_refs(v)]
+    match = INTERMEDIATE_REF.match(value) if isinstance(value, str) else None
+    return [(match.group(1), int(match.group(2)))] if match else []

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.experiments.rundir import RunDir
+from srnet.io import load_yaml
 from srnet.registry import Registry
 
 
@@ -310,7 +311,6 @@ class Export(Stage):
 def run_masks(run: str | Path) -> Path:
     """The masks of a finished run: its ``masks.safetensors``, else the mask file its recipe
     trained with (a retrained ticket's); SrnetError when it has neither."""
-    import yaml
 
     from srnet.pruning.config import recorded_param
 
@@ -318,7 +318,8 @@ def run_masks(run: str | Path) -> Path:
     own = folder.root / "masks.safetensors"
     if own.is_file():
         return own
-    recipe = yaml.safe_load(folder.config.read_text(encoding="utf-8")) if folder.config.is_file() else {}
+    config = folder.config
+    recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else {}
     mask_file = recorded_param((recipe or {}).get("pruning"), "mask_file")
     if mask_file is None:
         raise SrnetError(f"{run}: no masks.safetensors and no pruning mask file: nothing to export "

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srnet.config import Recipe, apply_overrides, parse_override, recipe_from_dict, set_dotted
 from srnet.errors import SrnetError
-from srnet.experiments.refs import resolve_gathered_refs, resolve_refs, stage_refs
+from srnet.experiments.refs import intermediate_refs, resolve_gathered_refs, resolve_refs, stage_refs
 from srnet.experiments.stages import get_stage
-from srnet.io import atomic_write_text
+from srnet.io import atomic_write_text, load_yaml
 
 COMPLETE = "stage.json"
 RECORD = "sweep.yaml"
@@ -84,7 +84,7 @@ def load_sweep(path: str | Path, overrides: list[str] | None = None) -> dict[str
     if not path.is_file():
         raise SrnetError(f"{path}: sweep file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise SrnetError(f"{path}: not a valid YAML file ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
@@ -151,6 +151,7 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
             recipe = recipe_from_dict(data_, where)
             params = _params(stage, spec.with_, where)
             deps = sorted(stage_refs([data_, spec.with_]))
+            check_intermediate_refs(data_, {d: jobs[keys[d]] for d in deps}, where)
             semantic = {k: v for k, v in params.items() if k not in stage.params_model.non_semantic}
             blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": semantic,
                     "deps": {d: keys[d] for d in deps}}
@@ -173,6 +174,16 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
         job = _gather(name, sweep, points, jobs, out, source)
         jobs.setdefault(job.key, job)
     return list(jobs.values())
+
+
+def check_intermediate_refs(data: dict[str, Any], deps: dict[str, Job], where: str) -> None:
+    """Every '@stage/intermediate/step_N' names a step that stage exports (its
+    ``training.save_at_steps``): refused when the sweep is planned, before anything runs."""
+    for name, step in intermediate_refs(data):
+        saved = (deps[name].recipe.get("training") or {}).get("save_at_steps") or []
+        if step not in saved:
+            raise SrnetError(f"{where}: '@{name}/intermediate/step_{step}': stage '{name}' saves no "
+                             f"checkpoint at step {step} (its training.save_at_steps: {saved})")
 
 
 def _gathering(sweep: SweepFile, order: list[str], source: str) -> list[str]:
@@ -320,7 +331,7 @@ def record_sweep(data: dict[str, Any], output_dir: Path, *, resume: bool) -> Non
     if record.is_file():
         if not resume:
             raise SrnetError(f"{output_dir} already holds a sweep ({record}); pass --resume to continue it")
-        changed = first_conflict(yaml.safe_load(record.read_text(encoding="utf-8")), data)
+        changed = first_conflict(load_yaml(record.read_text(encoding="utf-8"), str(record)), data)
         if changed:
             raise SrnetError(f"{record}: --resume with a changed sweep: '{changed}' differs from the "
                              "recorded one (use a new output_dir; a resume may add stages or grid values)")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
@@ -173,6 +173,11 @@ class PruningMethod(ABC):
         """The learning rate of trainable mask parameters (None: the method has none)."""
         return None
 
+    def mask_budget(self) -> dict[str, Any] | None:
+        """How far the mask could move: the resolved mask lr, its rule and reach (``metrics.json``'s
+        ``mask_budget``); None for methods without that notion."""
+        return None
+
     def param_groups(self, model: nn.Module, lr: float) -> list[dict[str, Any]]:
         """Optimizer groups: mask parameters at :attr:`mask_lr`, trainable weights at ``lr``."""
         mask_params = [p for m in self._masks for p in m.parameters() if p.requires_grad]
@@ -302,6 +307,17 @@ class LearnedMaskParams(MethodParams):
         5e-5, gt=0.0, description="Learning rate of the mask parameters (Win-win: 5e-5)."
     )
     train_classifier: bool = Field(False, description="Also train the classifier weights.")
+
+    auto_lr: ClassVar[bool] = False
+    """Whether ``mask_lr: auto`` is defined for the method (mask_train's calibrated rule)."""
+
+    @field_validator("mask_lr", mode="before")
+    @classmethod
+    def _auto_only_where_calibrated(cls, value: Any) -> Any:
+        if value == "auto" and not cls.auto_lr:
+            raise ValueError("mask_lr: auto is calibrated for mask_train's scores only; give this "
+                             "method a number")
+        return value
 
 
 class LearnedMaskMethod(PruningMethod):

@@ -113,6 +113,10 @@ sub-sections holding their method's settings; every other key was one setting.  
 spelling is read through this table, and fingerprints are taken in this layout (see
 :meth:`PruningConfig.semantic_dict`), so recorded runs and sweep stages keep their keys."""
 
+PARAMS_ADDED_LATER: dict[str, Any] = {"mask_reach": None}
+"""Method parameters added after studies were recorded: left out of the fingerprint at their
+default, so finished sweep stages keep their keys."""
+
 LEGACY_REJECTED: dict[str, Any] = {"freeze_weights": True, "importance": "gradient"}
 """Old flat settings that the flat config refused for a method without them (``freeze_weights``
 for imp and l0 training weights; gradient importance but for omp): in the old spelling they
@@ -323,6 +327,9 @@ class PruningConfig(BaseModel):
                 data[key] = {name: params.pop(name, value) for name, value in default.items()}
             else:
                 data[key] = params.pop(key, default)
+        for key, default in PARAMS_ADDED_LATER.items():
+            if key in params and params[key] == default:
+                del params[key]  # a recipe that does not use it keeps its fingerprint
         if params:
             data["params"] = params
         return data

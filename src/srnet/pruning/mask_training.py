@@ -8,7 +8,8 @@ resets the threshold, which is held fixed in between.
 from __future__ import annotations
 
 import logging
-from typing import Literal
+import math
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 from torch import Tensor, nn
@@ -25,8 +26,56 @@ START_NAMES = {"hard": "its OMP start", "soft": "its magnitude start", "random":
 """The mask a ``mask_train`` run starts from, by ``init``, in words."""
 
 
+SCHEDULE_MEAN = 0.5
+"""The mean of the trainer's learning-rate factor over a run: a linear warm-up then a linear decay
+to 0 averages half the peak, whatever the warm-up ratio."""
+
+DEFAULT_REACH = 1.0
+"""``mask_lr: auto``'s default reach (see :func:`auto_mask_lr`), calibrated on the MNLI sample
+(docs/studies/winwin_calibration_cpu.md); the paper's setting (5e-5 over ~61k steps) is 0.87."""
+
+
+def auto_mask_lr(reach: float, scale: float, steps: int) -> float:
+    """The mask lr whose random-walk reach is ``reach`` score units of ``scale``.
+
+    AdamW moves a score by about the lr per step; on noisy gradients the moves add up like a random
+    walk, to about ``lr * sqrt(effective steps)``, with ``effective steps = SCHEDULE_MEAN * steps``.
+    ``scale`` is the initial threshold (hard init: alpha*phi/2; soft: the |W| quantile at the
+    target), so ``reach`` ~ 1 lets noise carry scores near the threshold across it and lets a
+    consistent gradient carry any score well beyond, while the largest weights stay kept.
+    """
+    return reach * scale / math.sqrt(SCHEDULE_MEAN * steps)
+
+
+def implied_reach(mask_lr: float, scale: float, steps: int) -> float:
+    """The reach of a given ``mask_lr`` (the inverse of :func:`auto_mask_lr`)."""
+    return mask_lr * math.sqrt(SCHEDULE_MEAN * steps) / scale
+
+
+TIE_BREAK = 1e-3
+"""Hard init: the largest tie-break added to a score, as a fraction of the kept score."""
+
+LOW_REACH, HIGH_REACH = 0.3, 4.0
+"""Reaches below/above which a run warns that its mask will barely move / may be scrambled."""
+
+
 class MaskTrainingParams(LearnedMaskParams):
     """Settings of method mask_train."""
+
+    mask_lr: Annotated[float, Field(gt=0.0)] | Literal["auto"] = Field(  # type: ignore[assignment]
+        5e-5,
+        description="Learning rate of the scores, or 'auto': set from the schedule so that a "
+        "score's random-walk reach is mask_reach times the initial threshold (lr = mask_reach * "
+        "threshold / sqrt(steps / 2)); recorded in metrics.json's mask_budget.  Win-win: 5e-5 "
+        "over ~61k steps (reach 0.87).",
+    )
+    auto_lr: ClassVar[bool] = True
+
+    mask_reach: float | None = Field(
+        None, gt=0.0,
+        description=f"With mask_lr: auto, the reach in units of the initial threshold (null = "
+        f"{DEFAULT_REACH:g}, calibrated on a 933-step MNLI schedule).",
+    )
 
     init: Literal["hard", "soft", "random"] = Field(
         "hard",
@@ -49,7 +98,9 @@ class MaskTraining(LearnedMaskMethod):
     _masks: list[ScoreMask]
 
     def initial_scores(self) -> list[Tensor]:
-        """``hard``: alpha*phi on the top magnitudes at the final target, 0 elsewhere;
+        """``hard``: alpha*phi on the top magnitudes at the final target, 0 elsewhere, plus a
+        tie-break of at most ``TIE_BREAK * alpha * phi`` in the order of |W| (so a gradual schedule's
+        earlier, lower targets keep the next-largest weights, not the first in index order);
         ``soft``: |W|; ``random``: seeded U(0, 1)."""
         params = self.params
         if params.init == "soft":
@@ -57,31 +108,61 @@ class MaskTraining(LearnedMaskMethod):
         if params.init == "random":
             weights = [original_weight(t.module) for t in self.targets]
             return uniform_scores([t.shape for t in self.targets], self.seed, [w.device for w in weights])
-        ranked = rank(magnitudes(self.targets), self.cfg.sparsity, self.cfg.scope)
-        return [keep * (params.alpha * params.phi) for keep, _ in ranked]
+        weights = magnitudes(self.targets)
+        ranked = rank(weights, self.cfg.sparsity, self.cfg.scope)
+        kept = params.alpha * params.phi
+        return [keep * kept + (TIE_BREAK * kept) * w / w.max().clamp_min(1e-12)
+                for (keep, _), w in zip(ranked, weights, strict=True)]
+
+    @classmethod
+    def check_config(cls, cfg) -> None:
+        if cfg.params.mask_reach is not None and cfg.params.mask_lr != "auto":
+            raise ValueError("pruning.params.mask_reach applies only with mask_lr: auto (give one of "
+                             "mask_lr: <number> or mask_lr: auto + mask_reach)")
 
     def setup(self, model: nn.Module) -> None:
         super().setup(model)
+        initial = rank([m.scores.detach() for m in self._masks], self.cfg.sparsity, self.cfg.scope)
+        self._scale = sum(threshold for _, threshold in initial) / len(initial)
+        params = self.params
+        if params.mask_lr == "auto":
+            reach = params.mask_reach if params.mask_reach is not None else DEFAULT_REACH
+            self._lr = auto_mask_lr(reach, self._scale, self.total_steps)
+        else:
+            self._lr = float(params.mask_lr)
         self._check_reach()
+
+    @property
+    def mask_lr(self) -> float:
+        """The scores' learning rate, resolved from the schedule for ``mask_lr: auto``."""
+        return self._lr
+
+    def mask_budget(self) -> dict[str, Any]:
+        given = self.params.mask_lr != "auto"
+        return {"mask_lr": self._lr, "rule": "given" if given else "auto",
+                "reach": implied_reach(self._lr, self._scale, self.total_steps),
+                "score_scale": self._scale, "steps": self.total_steps, "init": self.params.init}
 
     @property
     def start_name(self) -> str:
         return START_NAMES[self.params.init]
 
     def _check_reach(self) -> None:
-        """Hard init keeps scores alpha*phi apart from the pruned ones (0).  AdamW moves a score by
-        at most about the lr per step, and a linear warm-up/decay schedule averages half its peak,
-        so ``total_steps * mask_lr / 2`` bounds the movement: when a kept and a pruned score moving
-        toward each other cannot close the gap, say so before any step is spent."""
-        params = self.params
-        reach = self.total_steps * params.mask_lr / 2
-        gap = params.alpha * params.phi
-        if params.init == "hard" and 2 * reach < gap:
+        """Warn, before any step is spent, when the lr's reach (:func:`implied_reach`) is outside
+        the range where the calibration saw masks move without losing the model."""
+        reach = implied_reach(self._lr, self._scale, self.total_steps)
+        if reach < LOW_REACH:
             log.warning(
-                "pruning.params.mask_lr %g over %d steps moves a score by at most ~%.4f, and hard-init "
-                "kept and pruned scores are %g apart: the mask cannot leave its OMP start (raise "
-                "mask_lr to >= %.1e or the budget)", params.mask_lr, self.total_steps, reach, gap,
-                gap / self.total_steps)
+                "pruning.params.mask_lr %g over %d steps reaches %.2f of the initial threshold %.3g: "
+                "the mask will barely leave %s (mask_lr: auto gives %.1e)", self._lr, self.total_steps,
+                reach, self._scale, self.start_name,
+                auto_mask_lr(DEFAULT_REACH, self._scale, self.total_steps))
+        elif reach > HIGH_REACH:
+            log.warning(
+                "pruning.params.mask_lr %g over %d steps reaches %.1f times the initial threshold %.3g: "
+                "gradient noise may scramble the mask and lose the model (mask_lr: auto gives %.1e)",
+                self._lr, self.total_steps, reach, self._scale,
+                auto_mask_lr(DEFAULT_REACH, self._scale, self.total_steps))
 
     def make_masks(self) -> list[FixedMask]:
         weights = [original_weight(t.module) for t in self.targets]

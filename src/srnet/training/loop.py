@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -360,8 +361,20 @@ class Trainer:
         self._write(self.last_dir, write)
 
     def _load_last(self) -> None:
-        saved = torch.load(self.last_dir / "trainer.pt", weights_only=False)
-        load_model_state(self.unwrapped, self.last_dir / "model.safetensors")
+        path = self.last_dir / "trainer.pt"
+        try:  # weights_only: a crafted file in a run folder cannot run code
+            saved = torch.load(path, weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
+            reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            raise SrnetError(f"{path}: unreadable resume checkpoint ({reason}); rerun with --overwrite "
+                             "to start the run over") from None
+        weights = self.last_dir / "model.safetensors"
+        try:
+            load_model_state(self.unwrapped, weights)
+        except Exception as exc:  # safetensors' own error types, size mismatches of another model
+            reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+            raise SrnetError(f"{weights}: unreadable or foreign resume checkpoint ({reason}); rerun with "
+                             "--overwrite to start the run over") from None
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         if saved["method"] is not None:  # None: a dense run saved before the dense method existed

@@ -9,6 +9,10 @@ tables           each set  mean ± std over seeds of every split's metric, gap, 
                            sparsity; accuracy by heuristic x label (runs with eval splits)
 attacks          each set  Clean%, Aua%, Suc%, #Query of every attack (``attack/*.json``)
 easy_hard        each set  the RMC paper's Table 6 layout and Figure 1 (an easy/hard split)
+winwin           each set  Win-win's layout: rows by paradigm and sparsity, ID / hard / easy /
+                           gap / other splits / mask movement; ID and hard accuracy against
+                           sparsity and against the search's start (an easy/hard split and
+                           several paradigms)
 jaccard          each set  Jaccard of the masks of different configurations (kept masks)
 layers           each set  per-layer sparsity heatmaps of the pruned configurations
 learning_curves  each set  the dev metric against the training step (``log.jsonl``)
@@ -30,6 +34,7 @@ from srnet.experiments.study_report import (  # noqa: F401  (registration import
     structured,
     tables,
     tamt,
+    winwin,
 )
 from srnet.experiments.study_report.base import (
     SECTIONS,

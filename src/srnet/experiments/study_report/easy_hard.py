@@ -55,7 +55,8 @@ def easy_hard_table(groups: list[Group], id_splits: list[str], ood_splits: list[
     lines = [f"| {' | '.join(header)} |", "|" + "---|" * len(header)]
     for group in groups:
         row = [group.name, f"{group.labels['sparsity']:.0%}", str(len(group.runs))]
-        row += [points(group.stats.get(f"{kind} {split}")) for kind in ("ID", "hard", "easy", "E-H")]
+        row += [points(group.stats.get(f"ID {split}"), collapsed_runs(group, f"ID {split}"))]
+        row += [points(group.stats.get(f"{kind} {split}")) for kind in ("hard", "easy", "E-H")]
         row += [points(group.stats.get(c), collapsed_runs(group, c)) for c in others]
         lines.append(f"| {' | '.join(row)} |")
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from srnet.experiments.aggregate import (
     COLLAPSED,
     DENSE,
     MASK_FLIPPED,
+    MASK_JACCARD,
     Group,
     Section,
     Stat,
@@ -101,7 +102,7 @@ def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tup
     attacked = {f"{a} {c}" for g in groups for r in g.runs for a in r.attacks for c in ATTACK_COLUMNS}
     for column in dict.fromkeys(c for g in groups for c in g.stats
                                 if not c.startswith(("F_bias", "abs gap ", f"{COLLAPSED} "))
-                                and c not in attacked and c != MASK_FLIPPED):
+                                and c not in attacked and c not in (MASK_FLIPPED, MASK_JACCARD)):
         part, _, rest = column.partition(" ")
         split = rest if part in ("ID", "gap", "easy", "hard", "E-H") else column
         scheme = section.scheme(split)

@@ -31,9 +31,11 @@ INTRO = (
     "difference (Gururangan et al. 2018; RMC paper section 4). † k/n: k of the n runs put >= 95% of "
     "their predictions on that split in one class (collapsed): their challenge accuracy and gap "
     "are no robustness, and figures leave out the gap points of configurations that collapsed with "
-    "a gap <= 0 (onto the label against the shortcut, which would read as a gap reduction). mask "
-    "flipped: the fraction of a learned mask's entries that left its start (below 0.001 the mask "
-    "did not move)."
+    "a gap <= 0 (onto the label against the shortcut, which would read as a gap reduction). † on an "
+    "ID column: runs at chance there (accuracy within 5 points of the majority class's share, or "
+    "one class): the model was lost. mask flipped / mask jaccard: the fraction of a learned mask's "
+    "entries that left its start, and the Jaccard similarity of its kept entries with its start's "
+    "(above 0.99 the mask did not move)."
 )
 
 
