@@ -130,6 +130,15 @@ def test_unreadable_run_files_are_one_line_errors(tmp_path):
         load_run(run)
 
 
+def test_a_report_skips_an_unreadable_run_with_a_note(tmp_path):
+    write_run(tmp_path, "good", seed=1, dev=0.5)
+    bad = write_run(tmp_path, "bad", seed=2, dev=0.6)
+    (bad / "metrics.json").write_text("{not json")
+    text = write_report([tmp_path], tmp_path / "rep", figures=False).path.read_text()
+    assert "1 complete runs" in text
+    assert "1 run(s) skipped, unreadable: " in text and "bad: unreadable metrics.json" in text
+
+
 def test_groups_match_hand_computed_means_and_stds(study):
     runs = [load_run(p) for p in find_runs([study])]
     assert len(runs) == 6  # the unfinished folder (no metrics.json) is not a run

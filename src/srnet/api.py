@@ -117,6 +117,8 @@ def sweep(
     from srnet.experiments.execute import execute
     from srnet.experiments.sweep import describe_plan, load_sweep, plan_sweep, record_sweep
 
+    if workers < 1:  # before anything is written
+        raise SrnetError(f"--workers must be at least 1, got {workers}")
     data = load_sweep(path, overrides)
     jobs = plan_sweep(data, str(path))
     out = Path(data["output_dir"])

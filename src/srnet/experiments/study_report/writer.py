@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.experiments.aggregate import find_runs, group_runs, load_run, sections, split_grid_points
+from srnet.experiments.aggregate import Run, find_runs, group_runs, load_run, sections, split_grid_points
 from srnet.experiments.study_report.base import (
     Part,
     RunSet,
@@ -20,6 +21,8 @@ from srnet.experiments.study_report.base import (
     relative,
 )
 from srnet.io import atomic_write_text
+
+log = logging.getLogger("srnet.report")
 
 INTRO = (
     "Cells are mean ± sample std over the runs of a configuration (seeds); n is the number of runs. "
@@ -55,12 +58,26 @@ class Report:
         self.files += part.files
 
 
+def readable_runs(paths: Sequence[Path], skipped: list[str]) -> list[Run]:
+    """The runs at ``paths`` that read; each one that does not is logged in one line, its reason
+    appended to ``skipped``, and left out (one damaged run does not abort a report)."""
+    runs = []
+    for path in paths:
+        try:
+            runs.append(load_run(path))
+        except SrnetError as exc:
+            log.warning("report: skipped %s", exc)
+            skipped.append(str(exc))
+    return runs
+
+
 def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool = True) -> Report:
     """Find the complete runs under ``paths`` and write ``out/report.md`` plus PNG figures
     (tables only with ``figures=False``): every registered section that applies, in order."""
     out = Path(out)
-    found_runs = (load_run(p) for p in find_runs(paths) if out.resolve() not in p.resolve().parents)
-    runs = split_grid_points(found_runs)
+    skipped: list[str] = []
+    runs = split_grid_points(readable_runs(
+        [p for p in find_runs(paths) if out.resolve() not in p.resolve().parents], skipped))
     if not runs:
         raise SrnetError(f"{', '.join(map(str, paths))}: no complete runs (no metrics.json under it)")
     comparable = [s for s in sections(runs) if s.id_splits or s.ood_splits]
@@ -71,6 +88,8 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool 
     lines = ["# srnet report", "",
              f"{len(runs) - unscored} complete runs in {len(found)} section(s) of comparable runs (same "
              f"task, same evaluation splits and sizes). {INTRO}"]
+    if skipped:
+        lines += ["", f"{len(skipped)} run(s) skipped, unreadable: " + "; ".join(skipped)]
     if unscored:
         lines += ["", f"{unscored} further run(s) have no evaluation split (e.g. raw-text mask searches): "
                   "they appear only in the sections below that read them."]
