@@ -49,7 +49,7 @@ def main() -> None:
                      f"data.train.synthetic.bias_strength={args.bias_strength}",
                      f"data.dev.synthetic.bias_strength={args.bias_strength}", *args.overrides]
         bias_dir = out / f"bias_seed{seed}"
-        fit_bias(api.as_recipe(base, overrides), bias_dir)
+        fit_bias(api.as_recipe(base, overrides), bias_dir, overwrite=True)
         for loss in results:
             recipe = api.as_recipe(base, [*overrides, f"name={loss}_seed{seed}", f"loss.name={loss}",
                                           f"bias_dir={bias_dir}"])

@@ -73,6 +73,15 @@ def test_l0_run_ticket_draw_and_fixed_retraining_from_pretrained(tmp_path, tiny_
     assert ticket_meta.method == "ticket:l0" and ticket_meta.target_sparsity == 0.45
     randomised, _ = load_masks(random_file)
     assert all(int((~randomised[n]).sum()) == int((~m).sum()) for n, m in ticket.items())
+    before = (ticket_file.read_bytes(), random_file.read_bytes())
+    capsys.readouterr()
+    assert main(["masks", "draw", str(l0.run_dir), "--sparsity", "0.3", "--out", str(ticket_file)]) == 2
+    assert main(["masks", "random-like", str(ticket_file), "--out", str(random_file), "--seed", "4"]) == 2
+    assert capsys.readouterr().err.count("already exists; pass --overwrite to replace it") == 2
+    assert (ticket_file.read_bytes(), random_file.read_bytes()) == before  # nothing lost
+    assert main(["masks", "draw", str(l0.run_dir), "--sparsity", "0.45", "--out", str(ticket_file),
+                 "--overwrite"]) == 0
+    assert ticket_file.read_bytes() == before[0]  # the same ticket, drawn again
     capsys.readouterr()
 
     # retrain from the *pre-trained* weights with the ticket held fixed
@@ -140,3 +149,24 @@ def test_structured_l0_ticket_retrains_with_its_gates_and_shrinks(tmp_path, tiny
               "attention_mask": torch.ones(3, 9, dtype=torch.long)}
     with torch.no_grad():
         torch.testing.assert_close(shrunk(**inputs).logits, masked(**inputs).logits, rtol=0, atol=1e-5)
+
+
+def test_bias_fit_refuses_a_folder_that_holds_predictions(tmp_path, capsys):
+    import yaml
+
+    from srnet.cli import main
+
+    recipe = tmp_path / "bias.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "task": "synthetic_nli", "model": {"name": "default"},
+        "data": {"train": _synthetic("train", 40), "dev": _synthetic("dev", 16)},
+        "bias": {"feature": "overlap"}}), encoding="utf-8")
+    out = tmp_path / "bias"
+    assert main(["bias", "fit", str(recipe), "--out", str(out)]) == 0
+    before = (out / "train.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["bias", "fit", str(recipe), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "already holds bias predictions" in err and "--overwrite" in err and err.count("\n") == 1
+    assert (out / "train.jsonl").read_bytes() == before
+    assert main(["bias", "fit", str(recipe), "--out", str(out), "--overwrite"]) == 0

@@ -206,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("recipe")
     p.add_argument("--out", required=True, help="folder for <split>.jsonl and bias_metrics.json")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--overwrite", action="store_true", help="replace bias predictions already in --out")
     p.set_defaults(func=cmd_bias_fit)
     p = bias.add_parser("difficulty", help="RMC difficulty from several runs' training predictions")
     p.add_argument("recipe", help="recipe naming the training split")
@@ -229,11 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="run directory or mask_scores.safetensors")
     p.add_argument("--sparsity", type=float, required=True, help="fraction of zeros over all masked weights")
     p.add_argument("--out", required=True, help="masks.safetensors to write (for method 'fixed')")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_masks_draw)
     p = masks.add_parser("random-like", help="a random mask with another mask's per-matrix sparsity")
     p.add_argument("masks", help="masks.safetensors file or run directory")
     p.add_argument("--out", required=True, help="masks.safetensors file to write")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_masks_random_like)
     return parser
 
@@ -378,7 +381,7 @@ def cmd_bias_fit(args) -> int:
     from srnet.experiments.bias_fit import fit_bias
     from srnet.report import format_table
 
-    report = fit_bias(as_recipe(args.recipe, args.overrides), args.out)
+    report = fit_bias(as_recipe(args.recipe, args.overrides), args.out, overwrite=args.overwrite)
     rows = [{"split": name, "kind": kind, "accuracy": block["accuracy"]}
             for kind in ("id", "ood") for name, block in report[kind].items()]
     rows.insert(0, {"split": "train (out-of-fold)", "kind": "id", "accuracy": report["train_oof_accuracy"]})
@@ -487,7 +490,7 @@ def cmd_masks_compare(args) -> int:
 def cmd_masks_draw(args) -> int:
     from srnet.sparsity.tickets import write_ticket
 
-    meta = write_ticket(args.source, args.sparsity, args.out)
+    meta = write_ticket(args.source, args.sparsity, args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
     return 0
 
@@ -495,7 +498,7 @@ def cmd_masks_draw(args) -> int:
 def cmd_masks_random_like(args) -> int:
     from srnet.sparsity.tickets import write_random_like
 
-    meta = write_random_like(args.masks, args.out, args.seed)
+    meta = write_random_like(args.masks, args.out, args.seed, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
     return 0
 

@@ -13,18 +13,22 @@ from srnet.io import atomic_write_json
 from srnet.tasks import get_task, split_name
 
 
-def fit_bias(recipe: Recipe, out_dir: str | Path) -> dict:
+def fit_bias(recipe: Recipe, out_dir: str | Path, *, overwrite: bool = False) -> dict:
     """Fit ``recipe.bias`` on the training split; write ``<split>.jsonl`` files and ``bias_metrics.json``.
 
     The training split's predictions are out-of-fold. Every split is scored like a model run
     (accuracy, and for HANS-like splits the heuristic x label table), so the bias model's own
     ID and challenge accuracy are on record.
     """
+    out = Path(out_dir)
+    held = sorted(p.name for p in [out / "bias_metrics.json", *out.glob("*.jsonl")] if p.is_file())
+    if held and not overwrite:
+        raise SrnetError(f"{out}: already holds bias predictions ({', '.join(held[:3])}); pass "
+                         "--overwrite to replace them")
     task = get_task(recipe.task)
     data = load_run_data(recipe, task)
     if data.train is None:
         raise SrnetError("srnet bias fit needs data.train in the recipe")
-    out = Path(out_dir)
     model = recipe.bias.fit(data.train, task.labels, recipe.model.name)
     model.write(out / "train.jsonl", model.train)
     report: dict = {"feature": recipe.bias.feature, "k_folds": recipe.bias.k_folds,

@@ -124,7 +124,7 @@ class BiasFit(Stage):
     def run(self, recipe: Recipe, params: BaseModel, folder: Path) -> None:
         from srnet.experiments.bias_fit import fit_bias
 
-        fit_bias(recipe, folder)
+        fit_bias(recipe, folder, overwrite=True)  # the stage owns its folder (a rerun replaces)
 
 
 class PredictParams(NoParams):
@@ -187,7 +187,7 @@ class Ticket(Stage):
     def run(self, recipe: Recipe, params: TicketParams, folder: Path) -> None:
         from srnet.sparsity.tickets import write_ticket
 
-        write_ticket(params.scores, params.sparsity, self.output(folder, params))
+        write_ticket(params.scores, params.sparsity, self.output(folder, params), overwrite=True)
 
 
 class RandomLikeParams(NoParams):
@@ -206,7 +206,7 @@ class RandomLike(Ticket):
     def run(self, recipe: Recipe, params: RandomLikeParams, folder: Path) -> None:
         from srnet.sparsity.tickets import write_random_like
 
-        write_random_like(params.masks, self.output(folder, params), seed=recipe.seed)
+        write_random_like(params.masks, self.output(folder, params), seed=recipe.seed, overwrite=True)
 
 
 class AttackParams(NoParams):

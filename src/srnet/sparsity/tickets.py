@@ -82,8 +82,16 @@ def random_like(masks: Mapping[str, Tensor], seed: int = 0) -> dict[str, Tensor]
     return out
 
 
-def write_ticket(source: str | Path, sparsity: float, out: str | Path) -> MaskFileMetadata:
+def refuse_existing(out: str | Path, overwrite: bool) -> None:
+    """An existing ``out`` is replaced only with ``overwrite`` (checked before any work)."""
+    if Path(out).exists() and not overwrite:
+        raise SrnetError(f"{out}: already exists; pass --overwrite to replace it")
+
+
+def write_ticket(source: str | Path, sparsity: float, out: str | Path, *,
+                 overwrite: bool = False) -> MaskFileMetadata:
     """Draw the global ticket at ``sparsity`` from a score file (or run directory); save it to ``out``."""
+    refuse_existing(out, overwrite)
     scores, meta = load_scores(source)
     ticket = draw_ticket(scores, sparsity)
     granularity = meta.granularity if meta.granularity in GRANULARITIES else "unstructured"  # old: scope
@@ -92,8 +100,10 @@ def write_ticket(source: str | Path, sparsity: float, out: str | Path) -> MaskFi
     return save_masks(out, ticket, drawn)
 
 
-def write_random_like(masks: str | Path, out: str | Path, seed: int = 0) -> MaskFileMetadata:
+def write_random_like(masks: str | Path, out: str | Path, seed: int = 0, *,
+                      overwrite: bool = False) -> MaskFileMetadata:
     """Save a random mask with the per-matrix sparsity of the mask file (or run directory) ``masks``."""
+    refuse_existing(out, overwrite)
     given, meta = load_masks(masks)
     base = MaskMetadata(**meta.model_dump(include=set(MaskMetadata.model_fields)))
     drawn = base.model_copy(update={"method": f"random_like:{meta.method}"})
