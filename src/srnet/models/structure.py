@@ -24,18 +24,25 @@ ALL_ROLES = (*ENCODER_ROLES, "classifier", "embeddings")
 DEFAULT_ROLES = (*ENCODER_ROLES, "classifier")
 
 _LAYER = r"\.layer\.(?P<layer>\d+)\."
-# (role -> regexes on the module's qualified name); BERT, RoBERTa and ELECTRA share names.
+# (role -> regexes on the module's qualified name); BERT, RoBERTa, XLM-R, CamemBERT and ELECTRA share
+# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...) and MPNet (attn.q...) have their own.
 _ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
-    "query": (_LAYER + r"attention\.self\.query$", _LAYER + r"attention\.q_lin$"),
-    "key": (_LAYER + r"attention\.self\.key$", _LAYER + r"attention\.k_lin$"),
-    "value": (_LAYER + r"attention\.self\.value$", _LAYER + r"attention\.v_lin$"),
-    "attn_out": (_LAYER + r"attention\.output\.dense$", _LAYER + r"attention\.out_lin$"),
+    "query": (_LAYER + r"attention\.self\.query(_proj)?$", _LAYER + r"attention\.q_lin$",
+              _LAYER + r"attention\.attn\.q$"),
+    "key": (_LAYER + r"attention\.self\.key(_proj)?$", _LAYER + r"attention\.k_lin$",
+            _LAYER + r"attention\.attn\.k$"),
+    "value": (_LAYER + r"attention\.self\.value(_proj)?$", _LAYER + r"attention\.v_lin$",
+              _LAYER + r"attention\.attn\.v$"),
+    "attn_out": (_LAYER + r"attention\.output\.dense$", _LAYER + r"attention\.out_lin$",
+                 _LAYER + r"attention\.attn\.o$"),
     "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$"),
     "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$"),
     "classifier": (r"^classifier$", r"^classifier\.(dense|out_proj)$", r"^pre_classifier$"),
     "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
 }
 SUPPORTED_FAMILIES = ("bert", "roberta", "distilbert", "electra")
+"""Families with head/neuron (structured) knowledge; unstructured masks cover any family whose
+every encoder-layer matrix takes a role (:func:`check_encoder_coverage`)."""
 GRANULARITIES = ("unstructured", "head", "neuron", "head+neuron")
 """Mask structure: single weights, or whole attention heads and/or FFN neurons."""
 # config attribute holding the number of attention heads, per family with group knowledge
@@ -176,6 +183,47 @@ def find_prunable(
         family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
         raise SrnetError(f"{what} select no weight in this {family} model")
     return found
+
+
+def encoder_blocks(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """The transformer blocks: the children of the longest ``nn.ModuleList`` whose children are all
+    of one class and hold linear layers (BERT's ``encoder.layer``, ModernBERT's ``layers``...)."""
+    best: list[tuple[str, nn.Module]] = []
+    for name, module in model.named_modules():
+        if not isinstance(module, nn.ModuleList) or len(module) <= len(best):
+            continue
+        children = list(module)
+        if len({type(c) for c in children}) == 1 and any(
+                isinstance(m, nn.Linear) for m in children[0].modules()):
+            best = [(f"{name}.{i}", c) for i, c in enumerate(children)]
+    return best
+
+
+def check_encoder_coverage(model: nn.Module, roles: Sequence[str]) -> None:
+    """Refuse, before any training, a model whose encoder srnet would mask only in part: every
+    linear layer inside its transformer blocks must take an encoder role, and every encoder role
+    asked for must be found in every block.  (A masked run of an uncovered family would report its
+    target sparsity while masking only what BERT's names match: ALBERT and ModernBERT only the
+    classifier.)"""
+    wanted = [r for r in roles if r in ENCODER_ROLES]
+    blocks = encoder_blocks(model)
+    if not wanted:
+        return
+    family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+    if not blocks:
+        raise SrnetError(f"this {family} model has no transformer blocks srnet can find (a ModuleList "
+                         "of layers); its encoder cannot be masked")
+    for prefix, block in blocks:
+        linear = [f"{prefix}.{n}" for n, m in block.named_modules() if isinstance(m, nn.Linear)]
+        unknown = [n for n in linear if classify_weight(n)[0] not in ENCODER_ROLES]
+        found = {classify_weight(n)[0] for n in linear}
+        missing = [r for r in wanted if r not in found]
+        if unknown or missing:
+            what = (f"its matrices {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} take no "
+                    "role" if unknown else f"roles {missing} are missing in {prefix}")
+            raise SrnetError(f"this {family} model cannot be masked in full: {what}; srnet masks the "
+                             "encoders of BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, "
+                             "DeBERTa-v2/v3 and MPNet (refused before training, not masked in part)")
 
 
 def classify_weight(qualified: str) -> tuple[str | None, int | None]:

@@ -28,7 +28,15 @@ from pydantic import Field, field_validator
 from torch import Tensor, nn
 
 from srnet.errors import SrnetError
-from srnet.models import MaskGroup, PrunableWeight, classify_weight, find_groups, find_prunable, group_kinds
+from srnet.models import (
+    MaskGroup,
+    PrunableWeight,
+    check_encoder_coverage,
+    classify_weight,
+    find_groups,
+    find_prunable,
+    group_kinds,
+)
 from srnet.pruning.config import MethodParams, PruningConfig
 from srnet.sparsity import FixedMask, GroupMask, Schedule, attach, original_weight
 from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
@@ -104,8 +112,9 @@ class PruningMethod(ABC):
             self.fused = FusedMaskForward(model, [t.module for t in self.targets], self._masks)
 
     def check(self, model: nn.Module) -> None:
-        """Read and check the method's own inputs (files) against ``model`` before a run starts."""
-        return None
+        """Read and check the method's own inputs (files) against ``model`` before a run starts;
+        the selection too (a family whose encoder cannot be masked in full is refused here)."""
+        self.select(model)
 
     @property
     def granularity(self) -> str:
@@ -148,6 +157,8 @@ class PruningMethod(ABC):
         """The weights (``cfg.roles``) or groups (``cfg.granularity``) to mask, by ``cfg.pattern``."""
         if self.structured:
             return find_groups(model, group_kinds(self.granularity), self.cfg.pattern)
+        if self.cfg.pattern is None:  # a pattern selects part of the encoder on purpose
+            check_encoder_coverage(model, self.cfg.roles)
         return find_prunable(model, self.cfg.roles, self.cfg.pattern)
 
     @abstractmethod
