@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     try:
+        check_input_files(args)
         return args.func(args) or 0
     except SrnetError as exc:
         from srnet.io import short
@@ -38,6 +39,19 @@ def main(argv: list[str] | None = None) -> int:
         end_progress_bars()
         print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
         return 130
+
+
+def check_input_files(args) -> None:
+    """A recipe or sweep file that is not there is named in one line before anything heavy (torch,
+    transformers) is imported."""
+    for attr, what in (("recipe", "recipe file"), ("sweep", "sweep file")):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            path = Path(value)
+            if path.is_dir():
+                raise SrnetError(f"{path}: is a folder, not a {what} (give the YAML file inside it)")
+            if not path.is_file():
+                raise SrnetError(f"{path}: {what} not found")
 
 
 def _attack_names() -> str:
