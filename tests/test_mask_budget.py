@@ -42,8 +42,10 @@ def test_auto_mask_lr_is_resolved_from_the_schedule_and_recorded(tmp_path, tiny_
     budget = result.metrics["mask_budget"]
     assert budget["rule"] == "auto" and budget["steps"] == 6 and budget["init"] == "hard"
     assert budget["score_scale"] == pytest.approx(0.01, rel=0.01)  # half-way between 0.02 and ~0
-    assert budget["reach"] == pytest.approx(DEFAULT_REACH)
-    assert budget["mask_lr"] == pytest.approx(auto_mask_lr(DEFAULT_REACH, budget["score_scale"], 6))
+    assert budget["reach"] == pytest.approx(DEFAULT_REACH["hard"])
+    assert budget["mask_lr"] == pytest.approx(auto_mask_lr(DEFAULT_REACH["hard"], budget["score_scale"], 6))
+    recorded = (result.run_dir / "config.yaml").read_text()
+    assert "mask_reach: 0.65" in recorded  # the default is written into the run's config
 
 
 def test_a_given_mask_lr_records_its_reach(tmp_path, tiny_model_dir):
@@ -70,6 +72,7 @@ def test_mask_reach_scales_the_auto_lr(tmp_path, tiny_model_dir):
     (mask_train(mask_lr="auto", mask_reach=-1.0), "mask_reach"),
     (mask_train(mask_lr=1e-3, mask_reach=2.0), "mask_reach applies only with mask_lr: auto"),
     (mask_train(mask_lr="fast"), "mask_lr"),
+    (mask_train(mask_lr="auto", init="random"), "mask_lr: auto is calibrated for init hard and soft"),
 ])
 def test_bad_budgets_are_refused_in_one_line(tmp_path, tiny_model_dir, pruning, message):
     with pytest.raises(SrnetError, match=message) as info:

@@ -11,7 +11,7 @@ import logging
 import math
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from torch import Tensor, nn
 
 from srnet.pruning.base import LearnedMaskMethod, LearnedMaskParams
@@ -30,9 +30,12 @@ SCHEDULE_MEAN = 0.5
 """The mean of the trainer's learning-rate factor over a run: a linear warm-up then a linear decay
 to 0 averages half the peak, whatever the warm-up ratio."""
 
-DEFAULT_REACH = 1.0
-"""``mask_lr: auto``'s default reach (see :func:`auto_mask_lr`), calibrated on the MNLI sample
-(docs/studies/winwin_calibration_cpu.md); the paper's setting (5e-5 over ~61k steps) is 0.87."""
+DEFAULT_REACH = {"hard": 0.65, "soft": 0.16}
+"""``mask_lr: auto``'s default reach by score init (see :func:`auto_mask_lr`), calibrated on the MNLI
+sample (PoE, 50%, 933 steps: docs/studies/winwin_calibration_cpu.md): hard 0.65 flipped 3.8% of the
+mask and soft 0.16 4.4%, both keeping the model; soft 1.6 destroyed it.  Win-win's own setting
+(hard init, 5e-5 over ~61k steps) is 0.87: on the square-root rule the paper and the short schedule
+agree, on lr x steps they are 20x apart."""
 
 
 def auto_mask_lr(reach: float, scale: float, steps: int) -> float:
@@ -55,8 +58,9 @@ def implied_reach(mask_lr: float, scale: float, steps: int) -> float:
 TIE_BREAK = 1e-3
 """Hard init: the largest tie-break added to a score, as a fraction of the kept score."""
 
-LOW_REACH, HIGH_REACH = 0.3, 4.0
-"""Reaches below/above which a run warns that its mask will barely move / may be scrambled."""
+REACH_RANGE = {"hard": (0.3, 4.0), "soft": (0.05, 1.0)}
+"""By init, the reaches below/above which a run warns that its mask will barely move / may be
+scrambled (measured: hard 0.22 flipped 0.2%, hard 6.5 and soft 1.6 lost the model)."""
 
 
 class MaskTrainingParams(LearnedMaskParams):
@@ -73,9 +77,20 @@ class MaskTrainingParams(LearnedMaskParams):
 
     mask_reach: float | None = Field(
         None, gt=0.0,
-        description=f"With mask_lr: auto, the reach in units of the initial threshold (null = "
-        f"{DEFAULT_REACH:g}, calibrated on a 933-step MNLI schedule).",
+        description="With mask_lr: auto, the reach in units of the initial threshold (null = the "
+        "calibrated default of the init: hard 0.65, soft 0.16; recorded resolved).",
     )
+
+    @model_validator(mode="after")
+    def _resolve_default_reach(self) -> MaskTrainingParams:
+        """``mask_lr: auto`` without a reach takes its init's calibrated default, written into the
+        config (so a recorded run names the reach it used, and its fingerprint depends on it)."""
+        if self.mask_lr == "auto" and self.mask_reach is None:
+            if self.init not in DEFAULT_REACH:
+                raise ValueError(f"mask_lr: auto is calibrated for init {' and '.join(DEFAULT_REACH)}, "
+                                 f"not '{self.init}'; give mask_reach or a number")
+            self.mask_reach = DEFAULT_REACH[self.init]
+        return self
 
     init: Literal["hard", "soft", "random"] = Field(
         "hard",
@@ -126,8 +141,7 @@ class MaskTraining(LearnedMaskMethod):
         self._scale = sum(threshold for _, threshold in initial) / len(initial)
         params = self.params
         if params.mask_lr == "auto":
-            reach = params.mask_reach if params.mask_reach is not None else DEFAULT_REACH
-            self._lr = auto_mask_lr(reach, self._scale, self.total_steps)
+            self._lr = auto_mask_lr(float(params.mask_reach or 0.0), self._scale, self.total_steps)
         else:
             self._lr = float(params.mask_lr)
         self._check_reach()
@@ -150,19 +164,22 @@ class MaskTraining(LearnedMaskMethod):
     def _check_reach(self) -> None:
         """Warn, before any step is spent, when the lr's reach (:func:`implied_reach`) is outside
         the range where the calibration saw masks move without losing the model."""
+        init = self.params.init
+        if init not in REACH_RANGE:
+            return
         reach = implied_reach(self._lr, self._scale, self.total_steps)
-        if reach < LOW_REACH:
+        low, high = REACH_RANGE[init]
+        auto = auto_mask_lr(DEFAULT_REACH[init], self._scale, self.total_steps)
+        if reach < low:
             log.warning(
                 "pruning.params.mask_lr %g over %d steps reaches %.2f of the initial threshold %.3g: "
                 "the mask will barely leave %s (mask_lr: auto gives %.1e)", self._lr, self.total_steps,
-                reach, self._scale, self.start_name,
-                auto_mask_lr(DEFAULT_REACH, self._scale, self.total_steps))
-        elif reach > HIGH_REACH:
+                reach, self._scale, self.start_name, auto)
+        elif reach > high:
             log.warning(
                 "pruning.params.mask_lr %g over %d steps reaches %.1f times the initial threshold %.3g: "
                 "gradient noise may scramble the mask and lose the model (mask_lr: auto gives %.1e)",
-                self._lr, self.total_steps, reach, self._scale,
-                auto_mask_lr(DEFAULT_REACH, self._scale, self.total_steps))
+                self._lr, self.total_steps, reach, self._scale, auto)
 
     def make_masks(self) -> list[FixedMask]:
         weights = [original_weight(t.module) for t in self.targets]
