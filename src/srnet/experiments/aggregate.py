@@ -166,7 +166,7 @@ def grid_label(grid: dict[str, Any], keys: Sequence[str]) -> str:
             return ",".join(f"{k}:{value(x)}" for k, x in v.items())
         return f"{v:g}" if isinstance(v, float) else str(v)
 
-    return " ".join(f"{k}={value(grid.get(k))}" for k in keys)
+    return " ".join(f"{k}={value(grid[k])}" for k in keys if k in grid)  # a stage's own keys only
 
 
 def load_attacks(root: Path) -> dict[str, dict[str, Any]]:

@@ -33,7 +33,7 @@ to 0 averages half the peak, whatever the warm-up ratio."""
 DEFAULT_REACH = {"hard": 0.65, "soft": 0.16}
 """``mask_lr: auto``'s default reach by score init (see :func:`auto_mask_lr`), calibrated on the MNLI
 sample (PoE, 50%, 933 steps: docs/studies/winwin_calibration_cpu.md): hard 0.65 flipped 3.8% of the
-mask and soft 0.16 4.4%, both keeping the model; soft 1.6 destroyed it.  Win-win's own setting
+mask and soft 0.16 4.4%, both keeping the model; hard 2.2 and soft 1.6 destroyed it.  Win-win's own setting
 (hard init, 5e-5 over ~61k steps) is 0.87: on the square-root rule the paper and the short schedule
 agree, on lr x steps they are 20x apart."""
 
@@ -58,9 +58,9 @@ def implied_reach(mask_lr: float, scale: float, steps: int) -> float:
 TIE_BREAK = 1e-3
 """Hard init: the largest tie-break added to a score, as a fraction of the kept score."""
 
-REACH_RANGE = {"hard": (0.3, 4.0), "soft": (0.05, 1.0)}
+REACH_RANGE = {"hard": (0.3, 1.5), "soft": (0.05, 1.0)}
 """By init, the reaches below/above which a run warns that its mask will barely move / may be
-scrambled (measured: hard 0.22 flipped 0.2%, hard 6.5 and soft 1.6 lost the model)."""
+scrambled (measured: hard 0.22 flipped 0.2%; hard 2.2 and 6.5 and soft 1.6 lost the model)."""
 
 
 class MaskTrainingParams(LearnedMaskParams):
