@@ -342,3 +342,27 @@ def test_malformed_attack_summary_is_one_line(tmp_path):
     (run / "attack" / "wordswap.json").write_text('{"clean": 0.5}')
     with pytest.raises(SrnetError, match=r"wordswap.json: not an attack summary"):
         load_run(run)
+
+
+def test_runs_that_differ_in_more_than_the_seed_are_never_pooled(tmp_path):
+    def with_recipe(run: Path, **model) -> None:
+        recipe = yaml.safe_load((run / "config.yaml").read_text())
+        recipe["model"] = model
+        (run / "config.yaml").write_text(yaml.safe_dump(recipe))
+
+    root = tmp_path / "runs"
+    with_recipe(write_run(root, "bert", seed=1, dev=0.80), name="runs/tiny_bert")
+    with_recipe(write_run(root, "roberta", seed=1, dev=0.60), name="runs/tiny_roberta")
+    for seed in (1, 2):  # seeds of one sweep configuration: stage keys and seed names differ only
+        key = f"{seed:016x}"
+        with_recipe(write_run(root, f"ticket{seed}", seed=seed, dev=0.7, method="omp", sparsity=0.5),
+                    name="default", init_from=f"runs/study/ft/{key}/seed{seed}")
+    runs = split_grid_points(load_run(p) for p in find_runs([root]))
+    (section,) = sections(runs)
+    groups = group_runs(section)
+    dense = [g for g in groups if g.labels["method"] == "dense"]
+    labels = sorted(g.labels["recipe"] for g in dense)
+    assert labels == ["model.name=runs/tiny_bert", "model.name=runs/tiny_roberta"]
+    assert [len(g.runs) for g in dense] == [1, 1]
+    (pruned,) = [g for g in groups if g.labels["method"] == "omp"]
+    assert len(pruned.runs) == 2 and "recipe" not in pruned.labels

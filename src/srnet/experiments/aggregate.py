@@ -14,6 +14,7 @@ block's ``by_rule``; metrics.json files written before both rules were recorded 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -156,6 +157,61 @@ def split_grid_points(runs: Iterable[Run]) -> list[Run]:
         apart = [k for k in keys if len({json.dumps(r.grid.get(k), sort_keys=True) for r in same}) > 1]
         for run in same if apart else []:
             split[id(run)] = replace(run, labels=run.labels | {"grid": grid_label(run.grid, apart)})
+    return split_recipes(split.get(id(run), run) for run in runs)
+
+
+PER_SEED = re.compile(r"/[0-9a-f]{16}(?=/|$)|seed[_=-]?\d+")
+"""What differs between the seeds of one configuration in a path: a sweep stage folder's key
+(``runs/study/ft/429b8f061a2c2ff3/model``) or a seed in a name (``bias_seed2``); recipes are compared
+with both masked."""
+
+NOT_A_SETTING = ("seed", "name", "output_dir", "tags")
+"""Recipe keys that may differ between the runs (seeds) of one configuration."""
+
+
+def recipe_signature(run: Run) -> dict[str, Any]:
+    """The run's recipe as ``srnet report`` compares it: the semantic recipe (defaults filled in
+    by today's code, so records of older versions compare alike), seed, name and tags left out,
+    per-seed parts of paths masked; flat dotted keys."""
+    from srnet.config import recipe_from_dict
+
+    try:
+        data = recipe_from_dict(dict(run.recipe), str(run.path)).semantic_dict()
+    except SrnetError:
+        data = dict(run.recipe)
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        else:
+            flat[prefix[:-1]] = PER_SEED.sub("*", node) if isinstance(node, str) else node
+
+    walk({k: v for k, v in data.items() if k not in NOT_A_SETTING}, "")
+    return flat
+
+
+def split_recipes(runs: Iterable[Run]) -> list[Run]:
+    """Runs with the same labels whose recipes differ in anything but the seed (two backbones, two
+    granularities, two learning rates) are not seeds of one configuration: each gets a ``recipe``
+    label naming the values that set it apart (the first three), so no table pools them."""
+    runs = list(runs)
+    alike: dict[tuple, list[Run]] = {}
+    for run in runs:
+        alike.setdefault(configuration(run), []).append(run)
+    split: dict[int, Run] = {}
+    for same in alike.values():
+        if len(same) < 2:
+            continue
+        signatures = {id(run): recipe_signature(run) for run in same}
+        keys = dict.fromkeys(k for sig in signatures.values() for k in sig)
+        apart = [k for k in keys
+                 if len({json.dumps(sig.get(k), sort_keys=True) for sig in signatures.values()}) > 1]
+        for run in same if apart else []:
+            sig = signatures[id(run)]
+            label = " ".join(f"{k}={sig.get(k)}" for k in apart[:3]) + (" ..." if len(apart) > 3 else "")
+            split[id(run)] = replace(run, labels=run.labels | {"recipe": label})
     return [split.get(id(run), run) for run in runs]
 
 
