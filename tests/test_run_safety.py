@@ -5,6 +5,7 @@ rerun, resume and overwrite: tests/test_cli.py)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -141,3 +142,45 @@ def test_overwrite_swaps_in_only_a_completed_run(tmp_path, tiny_model_dir, monke
     assert again.run_dir == first.run_dir and again.metrics["seed"] == 1
     assert json.loads((first.run_dir / "metrics.json").read_text())["seed"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]  # no staging folder left
+
+
+def _interrupted_overwrite(tmp_path, tiny_model_dir, *, new_complete: bool):
+    """A finished run 'r', then the state a kill between --overwrite's two renames leaves."""
+    recipe = tiny_recipe(tmp_path, tiny_model_dir, "r", training={"mixed_precision": "no", "max_steps": 2})
+    api.run(recipe)
+    root = tmp_path / "r"
+    staging = tmp_path / ".r.overwrite"
+    shutil.copytree(root, staging)
+    (staging / "marker").write_text("new")
+    if not new_complete:
+        (staging / "metrics.json").unlink()
+    root.rename(tmp_path / ".r.replaced")
+    return recipe, root
+
+
+def test_a_kill_between_the_overwrite_renames_lets_the_finished_new_run_win(tmp_path, tiny_model_dir):
+    recipe, root = _interrupted_overwrite(tmp_path, tiny_model_dir, new_complete=True)
+    with pytest.raises(SrnetError, match="already complete"):  # visible again, and complete
+        api.run(recipe, resume=True)
+    assert (root / "marker").read_text() == "new" and (root / "metrics.json").is_file()
+    assert not (tmp_path / ".r.replaced").exists() and not (tmp_path / ".r.overwrite").exists()
+
+
+def test_a_kill_between_the_overwrite_renames_restores_the_old_run(tmp_path, tiny_model_dir):
+    recipe, root = _interrupted_overwrite(tmp_path, tiny_model_dir, new_complete=False)
+    with pytest.raises(SrnetError, match="already complete"):
+        api.run(recipe, resume=True)
+    assert not (root / "marker").exists() and (root / "metrics.json").is_file()  # the old run
+    assert not (tmp_path / ".r.replaced").exists()
+
+
+def test_resume_removes_the_debris_of_a_killed_finish(tmp_path, tiny_model_dir):
+    recipe = tiny_recipe(tmp_path, tiny_model_dir, "d", training={"mixed_precision": "no", "max_steps": 2})
+    api.run(recipe)
+    root = tmp_path / "d"
+    (root / "metrics.json").unlink()  # killed during its final writes
+    (root / ".model.abc.tmp").mkdir()
+    (root / ".model.abc.tmp" / "weights").write_bytes(b"x" * 100)
+    (root / ".metrics.json.xyz.tmp").write_text("{")
+    api.run(recipe, resume=True)
+    assert not list(root.rglob(".*.tmp")) and (root / "metrics.json").is_file()

@@ -7,6 +7,7 @@ in between is the task's run kind's (:mod:`srnet.experiments.run_kinds`): ``task
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from srnet.experiments.rundir import RunDir, environment
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.tasks import get_task
 from srnet.training.loop import is_main_process
+
+log = logging.getLogger("srnet.run")
 
 
 @dataclass
@@ -40,6 +43,10 @@ def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False)
     """
     target = RunDir(Path(recipe.output_dir) / recipe.name)
     task = get_task(recipe.task)
+    if is_main_process():
+        note = target.recover()
+        if note:
+            log.warning("%s", note)
     check_runnable(recipe, target, resume=resume, overwrite=overwrite)
     main = is_main_process()  # multi-process runs: only rank 0 writes the run directory
     kind = RUN_KINDS.get(task.run_kind)()

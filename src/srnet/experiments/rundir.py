@@ -97,6 +97,37 @@ class RunDir:
                 "or --overwrite to start again"
             )
 
+    def recover(self) -> str | None:
+        """Finish what a killed ``--overwrite`` left half done, and clear a killed finish's debris;
+        returns a note of what was done (None when nothing was).
+
+        A kill between ``replace``'s two renames leaves no run at ``root``: the old one is in
+        ``.<name>.replaced`` and the new one in ``.<name>.overwrite``.  The new run wins when it is
+        complete; otherwise the old one is put back.  A kill after both renames leaves a stale
+        ``.replaced``; a kill while files were written leaves hidden ``.*.tmp`` files or folders.
+        """
+        notes = []
+        old = self.root.with_name(f".{self.root.name}.replaced")
+        new = self.staging()
+        if old.exists() and not self.root.exists():
+            if new.complete:
+                new.root.rename(self.root)
+                notes.append(f"finished the interrupted --overwrite of {self.root} (the new run)")
+            else:
+                old.rename(self.root)
+                notes.append(f"restored {self.root} (its interrupted --overwrite had not finished)")
+        if old.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        debris = sorted(self.root.rglob(".*.tmp")) if self.root.is_dir() else []
+        for path in debris:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        if debris:
+            notes.append(f"removed {len(debris)} unfinished temporary file(s) from {self.root}")
+        return "; ".join(notes) or None
+
     def replace(self, target: RunDir) -> None:
         """Swap this (finished) run into ``target``'s place; the old run is removed only then."""
         old = target.root.with_name(f".{target.root.name}.replaced")
