@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from conftest import merge, tiny_recipe
+from conftest import merge, save_tiny_model, tiny_recipe
 from srnet import api
 from srnet.config import recipe_from_dict
 from srnet.errors import SrnetError
@@ -112,10 +112,6 @@ def test_a_run_that_barely_moves_warns(tmp_path, tiny_model_dir, caplog):
     assert "the mask will barely leave its OMP start" in caplog.text  # said before any step
 
 
-LOST = {"method": "random", "sparsity": 0.9}
-"""A tiny random model with 90% of its weights removed at random and no training."""
-
-
 def test_id_collapse_unit():
     at_chance = {"accuracy": 0.354, "collapsed": False,
                  "confusion": [[354, 0, 0], [330, 0, 0], [316, 0, 0]]}
@@ -127,33 +123,38 @@ def test_id_collapse_unit():
     assert id_collapse(one_class)["collapsed"] is True
 
 
-def test_a_run_at_chance_on_its_id_split_is_flagged(tmp_path, tiny_model_dir):
-    lost = recipe(tmp_path, tiny_model_dir, "lost", data={"train": None}, pruning=LOST)
-    result = api.run(lost)
-    block = result.metrics["id"]["synthetic_dev"]
-    assert block["near_chance"] is (block["accuracy"] < block["chance"] + 0.05)
-    if not block["collapsed"]:
-        pytest.skip("this tiny random model happens to be above chance")
+def lost_model(folder):
+    """A tiny classifier that calls every pair 'entailment' (a model lost by training)."""
+    from transformers import AutoModelForSequenceClassification
+
+    path = save_tiny_model(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(path)
+    with torch.no_grad():
+        model.classifier.bias.copy_(torch.tensor([100.0, 0.0, 0.0]))
+    model.save_pretrained(path)
+    return path
+
+
+def test_a_run_at_chance_on_its_id_split_is_flagged(tmp_path):
+    lost = recipe(tmp_path, lost_model(tmp_path / "m"), "lost", data={"train": None})
+    metrics = api.run(lost).metrics
+    block = metrics["id"]["synthetic_dev"]
+    assert block["near_chance"] and block["collapsed"] and block["majority"]["label"] == "entailment"
     from srnet.report import collapse_warnings
-    warning = collapse_warnings(result.metrics)[0]
+    (warning,) = collapse_warnings(metrics)
     assert warning.startswith("COLLAPSED: lost is at chance on ID split synthetic_dev")
 
 
-def test_the_cli_ends_with_the_collapse_line(tmp_path, tiny_model_dir):
+def test_the_cli_ends_with_the_collapse_line(tmp_path):
     import yaml
-    lost = recipe(tmp_path, tiny_model_dir, "lost_cli", data={"train": None}, pruning=LOST)
+    lost = recipe(tmp_path, lost_model(tmp_path / "m"), "lost_cli", data={"train": None})
     path = tmp_path / "lost.yaml"
     path.write_text(yaml.safe_dump(lost), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "srnet.cli", "run", str(path)], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    import json
-    metrics = json.loads((tmp_path / "lost_cli" / "metrics.json").read_text())
     last = done.stdout.strip().splitlines()[-1]
-    if metrics["id"]["synthetic_dev"]["collapsed"]:
-        assert last.startswith("COLLAPSED: lost_cli is at chance on ID split synthetic_dev")
-    else:
-        assert last.startswith("run directory:")
+    assert last.startswith("COLLAPSED: lost_cli is at chance on ID split synthetic_dev")
 
 
 def test_a_timing_checkpoint_the_source_never_saves_is_refused_when_planned(tmp_path, tiny_model_dir):
