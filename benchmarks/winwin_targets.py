@@ -114,7 +114,9 @@ def main() -> None:
 
     print("\n## W4: 90%, gradual minus fixed target, ID accuracy, paired by seed\n")
     fixed, gradual = find(groups, paradigm="90% fixed"), find(groups, paradigm="90% gradual")
-    if fixed is not None and gradual is not None:
+    if fixed is None or gradual is None:
+        print("not answered: the 90% fixed and gradual runs are not both there yet")
+    else:
         a, b = by_seed(gradual, section, idc), by_seed(fixed, section, idc)
         diffs = [a[s] - b[s] for s in sorted(set(a) & set(b))]
         print(f"gradual {mean_std(list(a.values()))}, fixed {mean_std(list(b.values()))}: difference "
