@@ -277,6 +277,11 @@ def test_shrunk_export_gives_the_masked_logits_through_both_reload_paths(tiny_mo
     plain = AutoModelForSequenceClassification.from_pretrained(out, trust_remote_code=True).eval()
     torch.testing.assert_close(logits(plain), masked, rtol=0, atol=1e-5)
     assert AutoTokenizer.from_pretrained(out) is not None
+    # what srnet evaluate / attack / model.name= load through (srnet reads what srnet writes)
+    from srnet.models import load_classifier
+    labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    reread = load_classifier(str(out), labels).eval()
+    torch.testing.assert_close(logits(reread), masked, rtol=0, atol=1e-5)
 
 
 def test_shrinking_is_exact_and_removes_rows(tiny_model_dirs):

@@ -4,9 +4,9 @@ Modules, each importing only those above it in this list::
 
     bake.py             bake_masks: masks multiplied into a copy's weights; the export format's
                         constants (srnet_export.json)
-    shrunk_modeling.py  self-contained shrunk classifiers (copied into shrunk exports as
+    shrink.py           shrink_model: pruned heads and neurons removed from the weights (the
+                        shrunk classes: srnet.models.shrunk, copied into shrunk exports as
                         modeling_srnet.py for trust_remote_code=True)
-    shrink.py           shrink_model: pruned heads and neurons removed from the weights
     onnx.py             model.onnx and its check against PyTorch; ONNX Runtime sessions
     checkpoint.py       export_model (bake, shrink, ONNX, save) and load_model
 
@@ -30,14 +30,14 @@ from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
 
 if TYPE_CHECKING:
     from srnet.export.shrink import MODELING_FILENAME, prepare_remote_code, shrink_model
-    from srnet.export.shrunk_modeling import SHAPES_KEY, SHRUNK_CLASSES
+    from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES
 
 _LAZY = {
     "MODELING_FILENAME": "srnet.export.shrink",
     "prepare_remote_code": "srnet.export.shrink",
     "shrink_model": "srnet.export.shrink",
-    "SHAPES_KEY": "srnet.export.shrunk_modeling",
-    "SHRUNK_CLASSES": "srnet.export.shrunk_modeling",
+    "SHAPES_KEY": "srnet.models.shrunk",
+    "SHRUNK_CLASSES": "srnet.models.shrunk",
 }
 
 __all__ = [

@@ -30,7 +30,7 @@ from srnet.io import atomic_folder, atomic_write_json
 from srnet.models.loading import quiet_transformers
 from srnet.sparsity.mask_io import MaskMetadata, expand_masks, masked_module
 
-# srnet.export.shrink and .shrunk_modeling import transformers' model classes (seconds): they
+# srnet.export.shrink and srnet.models.shrunk import transformers' model classes (seconds): they
 # are imported where a shrunk model is made or loaded, not with this module.
 
 
@@ -144,7 +144,7 @@ def load_model(path: str | Path) -> nn.Module:
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from srnet.export.shrunk_modeling import SHAPES_KEY, resize_linears
+    from srnet.models.shrunk import SHAPES_KEY, resize_linears
 
     folder = Path(path)
     info_file = folder / EXPORT_INFO_FILENAME

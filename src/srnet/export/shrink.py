@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from srnet.errors import SrnetError
-from srnet.export import shrunk_modeling
 from srnet.export.bake import bake_masks
-from srnet.export.shrunk_modeling import SHAPES_KEY, SHRUNK_CLASSES, resize_linears
+from srnet.models import shrunk as shrunk_modeling
+from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES, resize_linears
 from srnet.sparsity.mask_io import expand_masks, model_groups
 
 __all__ = ["KEPT_KEY", "MODELING_FILENAME", "SHAPES_KEY", "prepare_remote_code", "shrink_model"]

@@ -149,6 +149,8 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     """
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
+    from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES
+
     offline = check_model_source(name)
     path = resolve_model_name(name)
     try:
@@ -157,6 +159,12 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
     kwargs: dict = {"local_files_only": offline, "output_loading_info": True}
+    loader = AutoModelForSequenceClassification
+    if getattr(config, SHAPES_KEY, None):  # srnet's own shrunk export: per-layer shapes
+        if config.model_type not in SHRUNK_CLASSES:
+            raise SrnetError(f"{name}: a shrunk export of a '{config.model_type}' model, which srnet "
+                             f"cannot rebuild (shrunk families: {', '.join(SHRUNK_CLASSES)})")
+        loader = SHRUNK_CLASSES[config.model_type]
     order: list[int] | None = None
     if labels is not None:
         labels = list(labels)
@@ -169,7 +177,7 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
                    "label2id": {label: i for i, label in enumerate(labels)}}
     try:
         with quiet_transformers():
-            model, info = AutoModelForSequenceClassification.from_pretrained(path, **kwargs)
+            model, info = loader.from_pretrained(path, **kwargs)
     except (OSError, ValueError) as exc:
         raise SrnetError(_unreachable(name, exc)) from exc
     _log_loading(name, model, info)
