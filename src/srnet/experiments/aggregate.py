@@ -148,16 +148,26 @@ def split_grid_points(runs: Iterable[Run]) -> list[Run]:
     searched for 300 or 3,000 steps) are not seeds of one configuration: each gets a ``grid`` label
     naming the values that set it apart, so no table pools them."""
     runs = list(runs)
-    alike: dict[tuple, list[Run]] = {}
-    for run in runs:
-        alike.setdefault(configuration(run), []).append(run)
     split: dict[int, Run] = {}
-    for same in alike.values():
-        keys = dict.fromkeys(k for run in same for k in run.grid)
-        apart = [k for k in keys if len({json.dumps(r.grid.get(k), sort_keys=True) for r in same}) > 1]
+    for same in alike(runs):
+        apart = differing([run.grid for run in same])
         for run in same if apart else []:
             split[id(run)] = replace(run, labels=run.labels | {"grid": grid_label(run.grid, apart)})
     return split_recipes(split.get(id(run), run) for run in runs)
+
+
+def alike(runs: list[Run]) -> list[list[Run]]:
+    """The runs grouped by configuration (equal labels)."""
+    groups: dict[tuple, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(configuration(run), []).append(run)
+    return list(groups.values())
+
+
+def differing(values: list[dict[str, Any]]) -> list[str]:
+    """The keys whose values are not the same in all of ``values`` (a missing key counts as None)."""
+    keys = dict.fromkeys(k for value in values for k in value)
+    return [k for k in keys if len({json.dumps(v.get(k), sort_keys=True) for v in values}) > 1]
 
 
 PER_SEED = re.compile(r"/[0-9a-f]{16}(?=/|$)|seed[_=-]?\d+")
@@ -197,17 +207,12 @@ def split_recipes(runs: Iterable[Run]) -> list[Run]:
     granularities, two learning rates) are not seeds of one configuration: each gets a ``recipe``
     label naming the values that set it apart (the first three), so no table pools them."""
     runs = list(runs)
-    alike: dict[tuple, list[Run]] = {}
-    for run in runs:
-        alike.setdefault(configuration(run), []).append(run)
     split: dict[int, Run] = {}
-    for same in alike.values():
+    for same in alike(runs):
         if len(same) < 2:
             continue
         signatures = {id(run): recipe_signature(run) for run in same}
-        keys = dict.fromkeys(k for sig in signatures.values() for k in sig)
-        apart = [k for k in keys
-                 if len({json.dumps(sig.get(k), sort_keys=True) for sig in signatures.values()}) > 1]
+        apart = differing(list(signatures.values()))
         for run in same if apart else []:
             sig = signatures[id(run)]
             label = " ".join(f"{k}={sig.get(k)}" for k in apart[:3]) + (" ..." if len(apart) > 3 else "")
