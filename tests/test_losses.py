@@ -235,3 +235,16 @@ def test_build_loss_errors(name, params, message):
 def test_bad_extras_are_rejected(name, extras, progress, message):
     with pytest.raises(SrnetError, match=message):
         build_loss(name)(logits(), labels(), extras, progress=progress)
+
+
+def test_a_loss_typo_in_a_late_sweep_stage_is_refused_when_the_sweep_is_planned(tmp_path):
+    from srnet.experiments.sweep import plan_sweep
+
+    base = {"task": "nli", "data": {"train": {"path": "x.jsonl"}}}
+    sweep = {"name": "s", "output_dir": str(tmp_path / "out"), "base": base,
+             "stages": {"ft": {"kind": "train"},
+                        "late": {"kind": "train", "set": {"model.init_from": "@ft", "loss.name": "poe",
+                                                          "loss.params": {"tempreature": 2}}}}}
+    with pytest.raises(SrnetError, match=r"stage 'late'.*loss 'poe': unknown parameter 'tempreature'"):
+        plan_sweep(sweep, "s.yaml")
+    assert not (tmp_path / "out").exists()

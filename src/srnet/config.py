@@ -72,6 +72,16 @@ class LossConfig(_Strict):
     )
     difficulty: str | None = Field(None, description="RMC difficulty file for the training split")
 
+    @model_validator(mode="after")
+    def _check(self) -> LossConfig:
+        """The loss and its params, checked when the recipe loads (a sweep: when it is planned),
+        not when a late stage starts."""
+        try:
+            LOSSES.params(self.name, self.params)
+        except SrnetError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
 
 def _objectives_by_use() -> dict[str, list[str]]:
     """The registered objectives for labelled tasks, and those of task text (pre-training)."""
