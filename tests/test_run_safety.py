@@ -184,3 +184,28 @@ def test_resume_removes_the_debris_of_a_killed_finish(tmp_path, tiny_model_dir):
     (root / ".metrics.json.xyz.tmp").write_text("{")
     api.run(recipe, resume=True)
     assert not list(root.rglob(".*.tmp")) and (root / "metrics.json").is_file()
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64])
+def test_a_seed_out_of_range_is_one_line(tmp_path, tiny_model_dir, seed):
+    with pytest.raises(SrnetError, match="seed") as info:
+        api.run(tiny_recipe(tmp_path, tiny_model_dir, "s", seed=seed))
+    assert "\n" not in str(info.value) and not (tmp_path / "s").exists()
+
+
+def test_max_length_beyond_the_position_embeddings_is_refused_before_training(tmp_path, tiny_model_dir):
+    recipe = tiny_recipe(tmp_path, tiny_model_dir, "long")
+    recipe["model"]["max_length"] = 4096
+    with pytest.raises(SrnetError, match=r"model.max_length 4096 is longer than this bert model's 128 "):
+        api.run(recipe)
+    assert not (tmp_path / "long").exists()
+
+
+def test_a_truncated_weights_file_is_one_line(tmp_path, tiny_model_dir):
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(SrnetError, match=r"cannot load model") as info:
+        api.run(tiny_recipe(tmp_path, broken, "t"))
+    assert "\n" not in str(info.value)

@@ -127,7 +127,8 @@ class EvaluationConfig(_Strict):
 class Recipe(_Strict):
     name: str = Field("run", description="run name; the run directory is <output_dir>/<name>")
     task: str = Field("nli", description=f"task registry name: {TASKS.listing()}")
-    seed: int = Field(42, description="seed of model init, data order and masks")
+    seed: int = Field(42, ge=0, lt=2**32,
+                      description="seed of model init, data order and masks (0 to 2^32 - 1)")
     output_dir: str = Field("runs", description="folder that holds run directories")
     model: ModelConfig = Field(default_factory=ModelConfig)
     data: DataConfig = Field(default_factory=DataConfig)

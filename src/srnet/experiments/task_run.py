@@ -23,7 +23,7 @@ from srnet.experiments.run_kinds import RunKind, register_run_kind
 from srnet.experiments.rundir import RunDir
 from srnet.export import bake_masks
 from srnet.losses import build_loss
-from srnet.models import default_device, load_classifier, load_tokenizer
+from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
 from srnet.tasks import Task, split_name
@@ -81,6 +81,7 @@ class TaskRun(RunKind):
         source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
         tokenizer = load_tokenizer(source, recipe.model.max_length)
         model = load_classifier(source, task.labels)
+        check_max_length(recipe.model.max_length, model)
         method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
         return Prepared(task, data, source, tokenizer, model, method, objective, loss, extras or {})
 

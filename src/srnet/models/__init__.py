@@ -8,6 +8,7 @@ module-name patterns per architecture family.  ``structure`` imports nothing fro
 
 from srnet.models.loading import (
     DEFAULT_MODEL,
+    check_max_length,
     check_model_source,
     default_device,
     default_model_path,
@@ -45,6 +46,7 @@ __all__ = [
     "MaskGroup",
     "PrunableWeight",
     "check_encoder_coverage",
+    "check_max_length",
     "check_model_source",
     "classify_weight",
     "default_device",

@@ -147,6 +147,7 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     is kept if it has ``len(labels)`` classes and replaced by a fresh one otherwise.  Loading is
     quiet; a fresh head is logged in one line (``new classifier head (3 labels) on top of ...``).
     """
+    from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES
@@ -178,7 +179,7 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     try:
         with quiet_transformers():
             model, info = loader.from_pretrained(path, **kwargs)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, SafetensorError) as exc:  # SafetensorError: a truncated weights file
         raise SrnetError(_unreachable(name, exc)) from exc
     _log_loading(name, model, info)
     if order is not None and order != sorted(order):
@@ -251,6 +252,25 @@ def _reorder_head(model: nn.Module, order: list[int]) -> None:
         out.weight.copy_(out.weight[order].clone())
         if out.bias is not None:
             out.bias.copy_(out.bias[order].clone())
+
+
+_PADDING_OFFSET_FAMILIES = ("roberta", "xlm-roberta", "camembert", "mpnet")
+"""Families whose position ids start after the padding index (RoBERTa: 514 positions, 512 usable)."""
+_ABSOLUTE_POSITION_FAMILIES = ("bert", "electra", "distilbert", *_PADDING_OFFSET_FAMILIES)
+
+
+def check_max_length(max_length: int, model: nn.Module) -> None:
+    """``model.max_length`` must fit the model's position embeddings (absolute-position families),
+    checked before training instead of failing on the first long example."""
+    config = model.config
+    positions = getattr(config, "max_position_embeddings", None)
+    if config.model_type not in _ABSOLUTE_POSITION_FAMILIES or positions is None:
+        return
+    if config.model_type in _PADDING_OFFSET_FAMILIES:
+        positions -= (getattr(config, "pad_token_id", 0) or 0) + 1
+    if max_length > positions:
+        raise SrnetError(f"model.max_length {max_length} is longer than this {config.model_type} model's "
+                         f"{positions} positions; set model.max_length <= {positions}")
 
 
 def _unreachable(name: str, exc: Exception) -> str:
