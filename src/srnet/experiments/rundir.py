@@ -153,7 +153,7 @@ def environment() -> dict:
         "packages": versions,
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "torch_threads": torch.get_num_threads(),
-        "git_commit": _git_commit(),
+        "git_commit": LOADED_COMMIT,
         "argv": sys.argv,
     }
 
@@ -166,3 +166,8 @@ def _git_commit() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+LOADED_COMMIT = _git_commit()
+"""The checkout's commit when this process imported srnet: a long-lived sweep worker keeps the
+code it imported, so a run records the commit it runs, not the one checked out when it starts."""
