@@ -319,3 +319,22 @@ def test_a_killed_ray_worker_is_retried_from_its_checkpoint(tmp_path, tiny_model
     assert any(e["event"] == "resume" and e.get("step", 0) >= 10 for e in log), "retried from its checkpoint"
     starts = collections.Counter(e["key"] for e in events(tmp_path / "out") if e["event"] == "start")
     assert starts == {jobs[0].key: 1, jobs[1].key: 1}  # the retry is Ray's; no stage ran twice
+
+
+def test_a_stage_another_sweep_runs_skips_its_dependants_without_crashing(tmp_path, tiny_model_dir):
+    """A second sweep on a live sweep's folder: the stage the first one holds is skipped, and so are
+    the stages that need it (it once stopped with 'stages wait on stages outside the plan')."""
+    import socket
+
+    path = sweep_file(tmp_path, tiny_model_dir, {"ft": {"kind": "train"},
+                                                 "prune": {"kind": "train", "set": {
+                                                     "model.init_from": "@ft", "pruning.method": "omp"}}},
+                      {"seed": [1]})
+    (ft,) = [job for job in api.sweep(path, dry_run=True, progress=lambda _: None).jobs if job.name == "ft"]
+    ft.folder.mkdir(parents=True)
+    (ft.folder / "stage.lock").write_text(json.dumps({  # held by a live process: this test's
+        "pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "token": "other"}))
+    lines: list[str] = []
+    result = api.sweep(path, progress=lines.append)
+    assert len(result.skipped) == 2 and not result.ran and not result.failed
+    assert any("skipped ft" in line and "being run by" in line for line in lines)

@@ -97,6 +97,8 @@ def execute(
                 _event(output_dir, "start", job)
                 progress(line(job, "start"))
             if not running:
+                if any({*result.failed, *result.skipped} & set(job.deps) for job in todo):
+                    continue  # a stage skipped just now (another sweep runs it): skip its dependants
                 if todo:
                     raise RuntimeError(f"internal error: {len(todo)} stages wait on stages outside the plan")
                 break
