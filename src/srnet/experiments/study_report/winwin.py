@@ -7,8 +7,8 @@ split (all, and hard where it has an easy/hard split), every challenge split (wi
 mark), and how far learned masks moved (% of entries flipped, Jaccard with the start).  Figures:
 ID and hard accuracy against sparsity, one line per configuration, dense models as dashed
 reference lines; and, for runs tagged ``start`` (the point of fine-tuning a mask search started
-from, e.g. ``20%``), ID and hard accuracy against that point, with the same method, loss and
-sparsity started from the end of fine-tuning as reference lines.
+from, e.g. ``20%``), ID and hard accuracy against that point, the same method, loss and sparsity
+started from the fine-tuned model being the point at 100%.
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ class WinWin(SetSection):
             if timing:
                 path = study.out / f"{runs.prefix}_winwin_timing.png"
                 plot_sparsity_curves(timing, path, title=f"{split}: when the mask search starts",
-                                     xlabel="mask search started at (% of the dense fine-tuning)")
+                                     xlabel="search start (% of fine-tuning)")
                 part.figures.append((f"{split}: ID and hard accuracy of mask searches started part-way "
-                                     "through fine-tuning (Win-win Figure 7; searches from the end "
-                                     "dashed)", path))
+                                     "through fine-tuning (Win-win Figure 7; 100% = started from the "
+                                     "fine-tuned model)", path))
         return part
 
 
@@ -129,21 +129,21 @@ def _sparsity_panels(groups: list[Group], split: str) -> list[Panel]:
 
 
 def _timing_panels(groups: list[Group], split: str) -> list[Panel] | None:
+    """ID and hard accuracy against the search's start; the same method, loss and sparsity started
+    from the end of fine-tuning (no ``start`` tag, a paradigm other than dense) is the point at 100%."""
     timed = [g for g in groups if start_of(g) is not None]
     if not timed:
         return None
     kinds = {(g.labels["method"], g.labels["loss"], g.labels["sparsity"]) for g in timed}
+    ends = [g for g in groups if START not in g.labels and g.labels["method"] != DENSE
+            and (g.labels["method"], g.labels["loss"], g.labels["sparsity"]) in kinds]
     panels = []
     for column, title in ((f"ID {split}", "all examples"), (f"hard {split}", "hard examples")):
         curves: dict[str, list[tuple[float, float, float | None]]] = {}
-        for group in timed:
+        for group, start in [(g, start_of(g)) for g in timed] + [(g, 1.0) for g in ends]:
             stat = group.stats.get(column)
-            if stat is not None:
+            if stat is not None and start is not None:
                 name = f"{group.labels['method']}/{group.labels['loss']} {group.labels['sparsity']:.0%}"
-                curves.setdefault(name, []).append((start_of(group), stat.mean, stat.std))  # type: ignore[arg-type]
-        ends = [(f"{_label(g)} {g.labels['sparsity']:.0%} from 100%", g.stats[column].mean,
-                 g.stats[column].std)
-                for g in groups if START not in g.labels and column in g.stats
-                and (g.labels["method"], g.labels["loss"], g.labels["sparsity"]) in kinds]
-        panels.append(Panel(f"{split}: {title}", "accuracy", [Curve(n, p) for n, p in curves.items()], ends))
+                curves.setdefault(name, []).append((start, stat.mean, stat.std))
+        panels.append(Panel(f"{split}: {title}", "accuracy", [Curve(n, p) for n, p in curves.items()]))
     return panels
