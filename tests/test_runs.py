@@ -191,3 +191,17 @@ def test_rows_without_gold_label_are_counted_in_metrics(tmp_path, tiny_model_dir
             "model": {"name": str(tiny_model_dir)}, "data": {"dev": {"path": str(dev)}}}
     block = next(iter(api.run(spec).metrics["id"].values()))
     assert block["n"] == 9 and block["skipped_no_gold_label"] == 3
+
+
+def test_git_commit_falls_back_to_the_launchers_name(monkeypatch):
+    """A copy of the code without ``.git`` (a remote machine) records the commit its launcher names."""
+    from srnet.experiments import rundir
+
+    def no_git(*args, **kwargs):
+        raise OSError("git: not found")
+
+    monkeypatch.setattr(rundir.subprocess, "run", no_git)
+    monkeypatch.delenv("SRNET_GIT_COMMIT", raising=False)
+    assert rundir._git_commit() is None
+    monkeypatch.setenv("SRNET_GIT_COMMIT", "abc123")
+    assert rundir._git_commit() == "abc123"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import subprocess
@@ -158,14 +159,17 @@ def environment() -> dict:
     }
 
 def _git_commit() -> str | None:
+    """The checkout's HEAD; where the code runs from a copy without ``.git`` (a remote machine),
+    the commit its launcher names in ``SRNET_GIT_COMMIT``."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
             cwd=Path(__file__).parent,
         )
+        head = out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+        head = ""
+    return head or os.environ.get("SRNET_GIT_COMMIT") or None
 
 
 LOADED_COMMIT = _git_commit()
