@@ -366,3 +366,22 @@ def test_runs_that_differ_in_more_than_the_seed_are_never_pooled(tmp_path):
     assert [len(g.runs) for g in dense] == [1, 1]
     (pruned,) = [g for g in groups if g.labels["method"] == "omp"]
     assert len(pruned.runs) == 2 and "recipe" not in pruned.labels
+
+
+def test_seeds_written_by_two_sweep_folders_pool_and_other_settings_split():
+    """A stage-run path compares by stage: seeds whose sweep wrote to different folders (a copy run on
+    another machine) are one configuration; a different learning rate still sets runs apart."""
+    from srnet.experiments.aggregate import Run, split_recipes
+
+    def run(seed: int, root: str, key: str, lr: float = 1e-4) -> Run:
+        recipe = {"task": "nli", "seed": seed, "output_dir": f"{root}/mask/{key}",
+                  "model": {"name": "default", "init_from": f"{root}/ft/{key}"},
+                  "training": {"lr": lr}}
+        return Run(Path(root), {}, recipe, {"method": "mask_train"}, seed)
+
+    pooled = split_recipes([run(1, "runs/study_gpu", "429b8f061a2c2ff3"),
+                            run(2, "runs/study_cpu", "9fc5923da68b01f1")])
+    assert all("recipe" not in r.labels for r in pooled)
+    apart = split_recipes([run(1, "runs/study", "429b8f061a2c2ff3"),
+                           run(2, "runs/study", "9fc5923da68b01f1", lr=2e-5)])
+    assert [r.labels["recipe"] for r in apart] == ["training.lr=0.0001", "training.lr=2e-05"]

@@ -170,13 +170,22 @@ def differing(values: list[dict[str, Any]]) -> list[str]:
     return [k for k in keys if len({json.dumps(v.get(k), sort_keys=True) for v in values}) > 1]
 
 
-PER_SEED = re.compile(r"/[0-9a-f]{16}(?=/|$)|seed[_=-]?\d+")
-"""What differs between the seeds of one configuration in a path: a sweep stage folder's key
-(``runs/study/ft/429b8f061a2c2ff3/model``) or a seed in a name (``bias_seed2``); recipes are compared
-with both masked."""
+STAGE_RUN = re.compile(r"^(?:.*/)?([^/]+)/[0-9a-f]{16}(?=/|$)")
+"""A path into a sweep stage's run (``runs/study/ft/429b8f061a2c2ff3/model``): it compares as
+``@ft/model``, since the key differs between seeds and the folder the sweep wrote to (its
+``output_dir``, a copy made on another machine) is not a setting."""
+
+PER_SEED = re.compile(r"seed[_=-]?\d+")
+"""What else differs between the seeds of one configuration in a path: a seed in a name
+(``bias_seed2``); recipes are compared with it masked."""
 
 NOT_A_SETTING = ("seed", "name", "output_dir", "tags")
 """Recipe keys that may differ between the runs (seeds) of one configuration."""
+
+
+def as_compared(value: str) -> str:
+    """A recipe string as seeds of one configuration share it: stage-run paths by stage, seeds masked."""
+    return PER_SEED.sub("*", STAGE_RUN.sub(r"@\1", value))
 
 
 def recipe_signature(run: Run) -> dict[str, Any]:
@@ -196,7 +205,7 @@ def recipe_signature(run: Run) -> dict[str, Any]:
             for key, value in node.items():
                 walk(value, f"{prefix}{key}.")
         else:
-            flat[prefix[:-1]] = PER_SEED.sub("*", node) if isinstance(node, str) else node
+            flat[prefix[:-1]] = as_compared(node) if isinstance(node, str) else node
 
     walk({k: v for k, v in data.items() if k not in NOT_A_SETTING}, "")
     return flat
