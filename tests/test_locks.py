@@ -74,3 +74,33 @@ def test_two_sweeps_on_one_folder_run_each_stage_once(tmp_path, tiny_model_dir, 
     done = collections.Counter(e["key"] for e in events if e["event"] == "done")
     assert len(done) == 3 and set(done.values()) == {1} and set(started.values()) == {1}, events
     assert not list(out.rglob(locks.LOCK))  # every lock released
+
+
+def _race(folders: list[str], barrier, results) -> None:
+    """One contender: for each trial, wait for the others, then try to take the stale lock."""
+    for i, folder in enumerate(folders):
+        barrier.wait()
+        results.put((i, locks.acquire(Path(folder)).token is not None))
+
+
+def test_a_stale_lock_is_taken_over_by_exactly_one_of_four_racing_processes(tmp_path):
+    """Four processes released together on the same stale lock, 1,000 times: never two holders
+    (the takeover re-checks the holder under an exclusive file lock), never none."""
+    import multiprocessing
+
+    trials, contenders = 1000, 4
+    folders = [str(tmp_path / f"t{i}") for i in range(trials)]
+    for folder in folders:  # a holder on this host whose pid cannot exist (above any pid_max)
+        write_lock(Path(folder), pid=2**22 + 12345, host=socket.gethostname(), started=time.time())
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(contenders), ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(folders, barrier, results)) for _ in range(contenders)]
+    for proc in procs:
+        proc.start()
+    held = collections.Counter()
+    for _ in range(trials * contenders):
+        trial, took = results.get(timeout=120)
+        held[trial] += took
+    for proc in procs:
+        proc.join(timeout=30)
+    assert sorted(set(held[i] for i in range(trials))) == [1], collections.Counter(held.values())

@@ -4,11 +4,14 @@ The lock file records the holder (sweep pid, host, start time and a random token
 sweep on the same folder skips a stage whose lock is held by a live process; a lock whose holder
 is gone (a dead pid on this host, or older than :data:`STALE_AFTER_S` on another host, where
 liveness cannot be checked) is stale and is taken over, with a one-line note.  Creation is
-atomic (``O_EXCL``), so two sweeps never both take a free lock.
+atomic (``O_EXCL``) and every read-and-take happens under an exclusive ``flock`` on
+``.stage.lock.guard``, so two sweeps never both take a free or a stale lock (on a local file
+system, where ``flock`` holds between processes).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LOCK = "stage.lock"
+GUARD = ".stage.lock.guard"
 STALE_AFTER_S = 24 * 3600
 """A lock from another host older than this is stale (a sweep on another host cannot be probed)."""
 
@@ -38,20 +42,20 @@ def acquire(folder: Path) -> Lock:
     token = uuid.uuid4().hex
     entry = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
                         "token": token})
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        holder = _read(path)
-        if _alive(holder, path):
-            return Lock(None, _describe(holder))
-        tmp = path.with_name(f".{LOCK}.{token}")
-        tmp.write_text(entry, encoding="utf-8")
-        os.replace(tmp, path)  # take the stale lock over
-        if _read(path).get("token") != token:  # another sweep took it over at the same moment
-            return Lock(None, _describe(_read(path)))
-        return Lock(token, f"took over the stale lock of {_describe(holder)}")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(entry)
+    with open(folder / GUARD, "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # one sweep at a time reads and writes this lock
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = _read(path)
+            if _alive(holder, path):
+                return Lock(None, _describe(holder))
+            tmp = path.with_name(f".{LOCK}.{token}")
+            tmp.write_text(entry, encoding="utf-8")
+            os.replace(tmp, path)
+            return Lock(token, f"took over the stale lock of {_describe(holder)}")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(entry)
     return Lock(token)
 
 
