@@ -291,3 +291,22 @@ def test_hub_loader_runs_for_real_on_a_local_dataset_folder(tmp_path, monkeypatc
     split = load_split("nli", DataSpec(hub=HubSpec(name=str(repo), split="train")))
     assert [(e.text_a, e.text_b, e.label) for e in split.examples] == [
         ("a cat sat", "a cat", 0), ("a dog ran", "no dog ran", 2)]
+
+
+def test_a_folder_of_one_saved_dataset_reads_and_a_recorded_split_must_match(tmp_path, monkeypatch):
+    """``Dataset.save_to_disk`` (one split, which ``load_dataset`` refuses) reads like a
+    ``DatasetDict``'s folder; a dataset saved as another split is refused in one line."""
+    from datasets import Dataset, DatasetDict, Split
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    rows = {"premise": ["a cat sat", "a dog ran"], "hypothesis": ["a cat", "no dog ran"],
+            "label": ["entailment", "contradiction"]}
+    Dataset.from_dict(rows).save_to_disk(str(tmp_path / "single"))
+    DatasetDict({"train": Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "dict"))
+    for folder in ("single", "dict"):
+        split = load_split("nli", DataSpec(hub=HubSpec(name=str(tmp_path / folder), split="train")))
+        assert [(e.text_a, e.label) for e in split.examples] == [("a cat sat", 0), ("a dog ran", 2)]
+    Dataset.from_dict(rows, split=Split.VALIDATION).save_to_disk(str(tmp_path / "validation"))
+    with pytest.raises(SrnetError, match=r"validation: a saved dataset of split 'validation', not 'train'"):
+        load_split("nli", DataSpec(hub=HubSpec(name=str(tmp_path / "validation"), split="train")))

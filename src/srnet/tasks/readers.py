@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from srnet.errors import SrnetError
 from srnet.tasks.spec import DataSpec, HubSpec
@@ -185,12 +185,15 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def read_hub(hub: HubSpec) -> RawSplit:
-    """A hub split via ``datasets.load_dataset``; ClassLabel ints become names (-1 -> ``-``)."""
+    """A hub split via ``datasets.load_dataset`` (or ``load_from_disk`` for a folder one
+    ``Dataset.save_to_disk`` wrote); ClassLabel ints become names (-1 -> ``-``)."""
     source = f"hub:{hub.name}" + (f"/{hub.config}" if hub.config else "") + f":{hub.split}"
     try:
-        from datasets import ClassLabel, load_dataset
+        from datasets import ClassLabel
 
-        dataset = load_dataset(hub.name, hub.config, split=hub.split)
+        dataset = _load_dataset(hub)
+    except SrnetError:
+        raise
     except Exception as exc:  # network, missing dataset/config/split: all one user-facing error
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise SrnetError(
@@ -211,6 +214,22 @@ def read_hub(hub: HubSpec) -> RawSplit:
             yield RawRow(index, fields)
 
     return RawSplit(source, tuple(dataset.column_names), rows())
+
+
+def _load_dataset(hub: HubSpec) -> Any:
+    """The split named by ``hub``.  A folder holding one saved ``Dataset`` (its ``state.json``
+    at the top; ``load_dataset`` refuses those) is read whole, and must not record another split."""
+    from datasets import load_dataset, load_from_disk
+
+    folder = Path(os.path.expanduser(hub.name))
+    if not (folder / "state.json").is_file():
+        return load_dataset(hub.name, hub.config, split=hub.split)
+    dataset = load_from_disk(str(folder))
+    recorded = None if dataset.split is None else str(dataset.split)
+    if recorded not in (None, hub.split):
+        raise SrnetError(f"{folder}: a saved dataset of split '{recorded}', not '{hub.split}' "
+                         f"(set hub.split: {recorded})")
+    return dataset
 
 
 def _as_text(value: object) -> str:
