@@ -109,3 +109,46 @@ def test_two_processes_match_one_with_the_same_global_batch(tmp_path, tiny_model
     for kind in ("id", "ood"):
         for name, block in single.metrics[kind].items():
             assert metrics[kind][name]["accuracy"] == pytest.approx(block["accuracy"], abs=1e-9)
+
+
+SCRIPT = """
+import sys
+from srnet import api
+{call}
+"""
+
+
+def test_api_sweep_from_a_script_needs_the_main_guard_and_says_so(tmp_path, tiny_model_dir):
+    """Spawned workers import the script that started the sweep: an unguarded ``api.sweep`` call
+    stops each worker with one line and the sweep with one line naming the guard (no traceback,
+    finished stages kept); the guarded script runs, and resumes the same folder."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from conftest import synthetic_split
+
+    data = {"name": "s", "output_dir": str(tmp_path / "out"),
+            "base": {"task": "synthetic_nli", "model": {"name": str(tiny_model_dir), "max_length": 48},
+                     "data": {"train": synthetic_split("train", 16), "dev": synthetic_split("dev", 8)},
+                     "training": {"max_steps": 2, "batch_size": 8}},
+            "stages": {"ft": {"kind": "train"}}, "grid": {"seed": [1, 2]}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(data))
+    call = "api.sweep('sweep.yaml', workers=2, resume=True)"
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+
+    def run(body: str) -> subprocess.CompletedProcess:
+        (tmp_path / "script.py").write_text(SCRIPT.format(call=body))
+        return subprocess.run([sys.executable, "script.py"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    unguarded = run(call)
+    assert unguarded.returncode != 0
+    assert 'put the call under `if __name__ == "__main__":`' in unguarded.stderr
+    assert "SrnetError: a sweep worker process ended abruptly" in unguarded.stderr
+    assert "BrokenProcessPool" not in unguarded.stderr.split("SrnetError")[-1]
+    guarded = run(f"if __name__ == '__main__':\n    result = {call}\n    sys.exit(0 if result.ok else 1)")
+    assert guarded.returncode == 0, guarded.stderr[-2000:]
+    assert len(list((tmp_path / "out").rglob("metrics.json"))) == 2

@@ -119,6 +119,7 @@ def sweep(
 
     if workers < 1:  # before anything is written
         raise SrnetError(f"--workers must be at least 1, got {workers}")
+    refuse_worker_reentry()
     data = load_sweep(path, overrides)
     jobs = plan_sweep(data, str(path))
     out = Path(data["output_dir"])
@@ -128,6 +129,19 @@ def sweep(
         return SweepResult(out, jobs)
     record_sweep(data, out, resume=resume)
     return execute(jobs, out, executor=executor, workers=workers, progress=progress)
+
+
+def refuse_worker_reentry() -> None:
+    """Stop a sweep worker that is importing the script which started the sweep (spawned workers
+    import the main module; an unguarded ``api.sweep`` call there would start a sweep in each)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
+            raise SystemExit('srnet: a sweep worker imported the script that calls api.sweep; put the '
+                             'call under `if __name__ == "__main__":`')
+        frame = frame.f_back
 
 
 def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -93,7 +94,11 @@ def execute(
                     continue
                 if lock.note:
                     progress(line(job, "lock", f": {lock.note}"))
-                running[submit(job)] = (job, time.perf_counter(), lock.token)
+                try:
+                    running[submit(job)] = (job, time.perf_counter(), lock.token)
+                except BrokenProcessPool:
+                    locks.release(job.folder, lock.token)
+                    raise SrnetError(WORKER_LOST) from None
                 _event(output_dir, "start", job)
                 progress(line(job, "start"))
             if not running:
@@ -112,6 +117,9 @@ def execute(
                     result.ran.append(job.key)
                     _event(output_dir, "done", job)
                     progress(line(job, "done", f" ({time.perf_counter() - started:.1f}s)"))
+                elif isinstance(error, BrokenProcessPool):
+                    _event(output_dir, "failed", job, error="worker process ended abruptly")
+                    raise SrnetError(WORKER_LOST)
                 else:
                     message = (str(error).strip().splitlines() or [type(error).__name__])[0]
                     result.failed[job.key] = message
@@ -147,6 +155,9 @@ def _pool(executor: str, workers: int):
 
 
 RAY_RETRIES = 1
+WORKER_LOST = ("a sweep worker process ended abruptly (killed, out of memory, or it never started: a "
+               "script that calls api.sweep must do so under `if __name__ == \"__main__\":`, since "
+               "each worker imports it); finished stages are kept: run again with --resume (resume=True)")
 PARENT_POLL_S = 0.5
 
 
