@@ -288,3 +288,32 @@ def test_a_shrunk_export_reloads_in_a_process_without_srnet(tmp_path, tiny_model
     card = ModelCard.load(out / "README.md")
     assert "structured-pruning" in card.data.tags and "trust_remote_code=True" in card.text
     assert "| bert.encoder.layer.0.heads |" in card.text
+
+
+def test_export_checks_its_folder_and_mask_file_before_any_model_loads(tmp_path, tiny_model_dir, capsys,
+                                                                        monkeypatch):
+    """A non-empty --out without --overwrite, and a file that is not an srnet mask file, are one line
+    each before the model or tokenizer is read, and nothing is written."""
+    from srnet.cli import main
+    from srnet.models import loading
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded before the cheap checks")
+
+    monkeypatch.setattr(loading, "load_classifier", no_model)
+    monkeypatch.setattr(loading, "load_tokenizer", no_model)
+    model = save_tiny_model(tmp_path / "m", "bert", 3)
+    masks = tmp_path / "masks.safetensors"
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(2, dtype=torch.uint8)}, str(masks))  # no srnet header
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("mine")
+    args = ["export", "--model", str(model), "--masks", str(masks)]
+    assert main([*args, "--out", str(full)]) == 2
+    assert "export folder" in capsys.readouterr().err and (full / "keep.txt").read_text() == "mine"
+    assert main([*args, "--out", str(tmp_path / "new")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not an srnet mask file" in err
+    assert not (tmp_path / "new").exists()

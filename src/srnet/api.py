@@ -311,13 +311,16 @@ def export_masked(
     (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``).
     """
     from srnet.export import bake_masks, export_model
+    from srnet.export.checkpoint import check_export_folder
     from srnet.models.loading import load_classifier, load_tokenizer
-    from srnet.sparsity.mask_io import load_masks, weights_digest
+    from srnet.sparsity.mask_io import check_fit, load_masks, weights_digest
 
+    check_export_folder(out, overwrite)  # what can be checked without the model, before it loads
     if onnx:
         from srnet.export.onnx import require_onnx
 
-        require_onnx()  # before any model is loaded
+        require_onnx()
+    loaded, meta = load_masks(masks)
     owner = _mask_run(masks)
     if model is None:
         if owner is None:
@@ -328,7 +331,7 @@ def export_masked(
     source = str(run_model) if run_model.is_dir() else model
     tokenizer = load_tokenizer(source)
     net = load_classifier(source)
-    loaded, meta = load_masks(masks, net)
+    check_fit(net, loaded, meta, masks)
     baked = bake_masks(net, loaded)
     foreign = meta.trained_digest is not None and weights_digest(baked) != meta.trained_digest
     if foreign and not force:

@@ -34,6 +34,16 @@ from srnet.sparsity.mask_io import MaskMetadata, expand_masks, masked_module
 # are imported where a shrunk model is made or loaded, not with this module.
 
 
+def check_export_folder(out_dir: str | Path, overwrite: bool) -> Path:
+    """``out_dir`` as a Path, refused when it is a file, or a non-empty folder without ``overwrite``."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise SrnetError(f"export folder {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
+    return out
+
+
 def export_model(
     model: nn.Module,
     masks: Mapping[str, torch.Tensor],
@@ -64,11 +74,7 @@ def export_model(
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
     half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
     """
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise SrnetError(f"export folder {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
+    out = check_export_folder(out_dir, overwrite)
     if onnx:
         require_onnx()
     weights = expand_masks(model, masks)

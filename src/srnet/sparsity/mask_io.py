@@ -258,13 +258,15 @@ def load_masks(
             raise SrnetError(f"{path}: mask '{name}' is not a 0/1 uint8 tensor ({tensor.dtype})")
         masks[name] = tensor.to(torch.bool)
     if model is not None:
-        _check_against(model, masks, metadata, path)
+        check_fit(model, masks, metadata, path)
     return masks, metadata
 
 
-def _check_against(
-    model: nn.Module, masks: Mapping[str, torch.Tensor], metadata: MaskFileMetadata, path: Path
+def check_fit(
+    model: nn.Module, masks: Mapping[str, torch.Tensor], metadata: MaskFileMetadata, path: str | Path
 ) -> None:
+    """Every mask names a weight (or group) of ``model`` with its shape, and the model is the
+    backbone the file was made for; else one line naming the file."""
     try:
         shapes = mask_shapes(model, masks)
     except SrnetError as exc:
