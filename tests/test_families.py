@@ -13,6 +13,7 @@ from conftest import save_tiny_model, tiny_classifier, tiny_recipe
 from srnet import api
 from srnet.errors import SrnetError
 from srnet.models import ENCODER_ROLES, classify_weight, encoder_blocks
+from srnet.models import SUPPORTED_FAMILIES as SHRINKS
 
 COVERED = ["deberta-v2", "mpnet", "xlm-roberta"]
 REFUSED = {"albert": {"embedding_size": 16},  # the special ids of the bundled (BERT) vocabulary:
@@ -56,3 +57,25 @@ def test_an_uncovered_family_still_fine_tunes_dense(tmp_path, family):
     model_dir = save_tiny_model(tmp_path / "model", family, **REFUSED[family])
     recipe = tiny_recipe(tmp_path, model_dir, "dense", training={"mixed_precision": "no", "max_steps": 2})
     assert api.run(recipe).metrics["sparsity"]["overall"] == 0.0
+
+
+@pytest.mark.parametrize("family", COVERED)
+def test_a_covered_family_prunes_whole_heads_and_neurons_and_refuses_only_to_shrink(tmp_path, family):
+    """Head/neuron masks need only the six encoder roles and a head count in the config, so the
+    covered families prune structurally too (every layer loses half its heads and neurons); a
+    shrunk export needs srnet's shrunk class for the family and is refused in one line without one."""
+    from srnet.sparsity.mask_io import load_masks
+
+    model_dir = save_tiny_model(tmp_path / "model", family)
+    recipe = tiny_recipe(tmp_path, model_dir, f"{family}_hn", training={"mixed_precision": "no"},
+                         pruning={"method": "omp", "granularity": "head+neuron", "sparsity": 0.5})
+    run_dir = api.run(recipe).run_dir
+    masks, _ = load_masks(run_dir / "masks.safetensors")
+    assert sorted(name.rsplit(".", 1)[-1] for name in masks) == ["heads", "heads", "neurons", "neurons"]
+    assert all(int((~gate).sum()) == gate.numel() // 2 for gate in masks.values())
+    out = api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "plain")  # zeros, full size
+    assert (out / "model.safetensors").is_file()
+    if family not in SHRINKS:
+        with pytest.raises(SrnetError, match=rf"cannot shrink a {family} model: srnet has shrunk classes"):
+            api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "shrunk", shrink=True)
+        assert not (tmp_path / "shrunk").exists()

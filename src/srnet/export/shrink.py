@@ -34,6 +34,11 @@ def shrink_model(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Modu
     (neurons) each layer keeps; ``num_attention_heads`` and ``intermediate_size`` stay the
     backbone's (the forward reshapes by head size).  Unstructured masks are refused.
     """
+    family = getattr(model.config, "model_type", type(model).__name__)
+    if family not in SHRUNK_CLASSES:
+        raise SrnetError(f"cannot shrink a {family} model: srnet has shrunk classes for "
+                         f"{', '.join(SHRUNK_CLASSES)}; export without shrinking keeps its masked "
+                         "heads and neurons as zeros")
     groups = model_groups(model)
     loose = [name for name in masks if name not in groups]
     if loose or not masks:

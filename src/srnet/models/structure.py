@@ -41,13 +41,13 @@ _ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
     "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
 }
 SUPPORTED_FAMILIES = ("bert", "roberta", "distilbert", "electra")
-"""Families with head/neuron (structured) knowledge; unstructured masks cover any family whose
-every encoder-layer matrix takes a role (:func:`check_encoder_coverage`)."""
+"""Families whose head/neuron masks also shrink (:mod:`srnet.models.shrunk` has their classes).
+Masks, unstructured or head/neuron, cover any family whose every encoder-layer matrix takes a role
+(:func:`check_encoder_coverage`) and whose config names its head count."""
 GRANULARITIES = ("unstructured", "head", "neuron", "head+neuron")
 """Mask structure: single weights, or whole attention heads and/or FFN neurons."""
-# config attribute holding the number of attention heads, per family with group knowledge
-_HEAD_COUNT = {"bert": "num_attention_heads", "roberta": "num_attention_heads",
-               "electra": "num_attention_heads", "distilbert": "n_heads"}
+HEAD_COUNT_KEYS = ("num_attention_heads", "n_heads")
+"""Config attributes that hold the number of attention heads (DistilBERT: ``n_heads``)."""
 
 
 @dataclass(frozen=True)
@@ -125,15 +125,20 @@ def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = No
     Raises ``SrnetError`` for an architecture without group knowledge, naming the supported ones.
     """
     family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
-    if family not in _HEAD_COUNT:
-        raise SrnetError(
-            f"structured masks (heads, neurons) are not supported for '{family}' models; "
-            f"supported: {', '.join(_HEAD_COUNT)}"
-        )
+    config = getattr(model, "config", None)
+    heads = next((getattr(config, key) for key in HEAD_COUNT_KEYS if getattr(config, key, None)), None)
+    if heads is None:
+        raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
+                         f"no head count in its config ({' / '.join(HEAD_COUNT_KEYS)})")
     layers: dict[int, dict[str, PrunableWeight]] = defaultdict(dict)
     for w in find_prunable(model, ENCODER_ROLES):
         layers[int(w.layer)][w.role] = w  # type: ignore[arg-type]
-    heads = int(getattr(model.config, _HEAD_COUNT[family]))
+    for layer, roles in sorted(layers.items()):
+        missing = [r for r in ENCODER_ROLES if r not in roles]
+        if missing:
+            raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
+                             f"layer {layer} has no {', '.join(missing)} matrices")
+    heads = int(heads)
     compiled = re.compile(pattern) if pattern else None
     groups = []
     for layer, roles in sorted(layers.items()):
