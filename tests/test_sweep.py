@@ -338,3 +338,30 @@ def test_a_stage_another_sweep_runs_skips_its_dependants_without_crashing(tmp_pa
     result = api.sweep(path, progress=lines.append)
     assert len(result.skipped) == 2 and not result.ran and not result.failed
     assert any("skipped ft" in line and "being run by" in line for line in lines)
+
+
+def test_ray_stages_ask_for_a_gpu_where_the_cluster_has_them():
+    from srnet.experiments.execute import ray_gpus
+
+    assert ray_gpus(None, {"CPU": 16.0, "GPU": 8.0}) == 1.0  # the documented default
+    assert ray_gpus(None, {"CPU": 16.0}) == 0.0  # a CPU-only cluster: no request
+    assert ray_gpus(0.5, {"CPU": 16.0, "GPU": 8.0}) == 0.5  # --gpus-per-stage wins
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--workers", "0"], "--workers must be at least 1, got 0"),
+    (["--gpus-per-stage", "1"], "--gpus-per-stage takes a number >= 0 with --executor ray, got 1.0 with "
+                                "--executor local"),
+    (["--executor", "ray", "--gpus-per-stage", "-1"], "--gpus-per-stage takes a number >= 0"),
+])
+def test_executor_flags_that_cannot_work_are_refused_before_anything_is_written(tmp_path, capsys, flags,
+                                                                                 message):
+    out = tmp_path / "out"
+    data = {"name": "s", "output_dir": str(out), "base": {"task": "synthetic_nli",
+            "model": {"name": "default"}, "data": {"train": synthetic("train", 8)}},
+            "stages": {"ft": {"kind": "train"}}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(data))
+    assert main(["sweep", str(tmp_path / "sweep.yaml"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+    assert not out.exists()

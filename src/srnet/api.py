@@ -110,15 +110,16 @@ def sweep(
     dry_run: bool = False,
     workers: int = 1,
     executor: str = "local",
+    gpus_per_stage: float | None = None,
     progress: Callable[[str], None] = print,
 ) -> SweepResult:
     """Run a sweep file: every stage of every grid point, each unique stage once, in dependency
-    order (``dry_run``: only report the plan through ``progress``)."""
-    from srnet.experiments.execute import execute
+    order (``dry_run``: only report the plan through ``progress``).  With ``executor="ray"`` each
+    stage asks Ray for ``gpus_per_stage`` GPUs (default: one where the cluster has GPUs)."""
+    from srnet.experiments.execute import check_executor, execute
     from srnet.experiments.sweep import describe_plan, load_sweep, plan_sweep, record_sweep
 
-    if workers < 1:  # before anything is written
-        raise SrnetError(f"--workers must be at least 1, got {workers}")
+    check_executor(executor, workers, gpus_per_stage)  # before anything is written
     refuse_worker_reentry()
     data = load_sweep(path, overrides)
     jobs = plan_sweep(data, str(path))
@@ -128,7 +129,8 @@ def sweep(
             progress(line)
         return SweepResult(out, jobs)
     record_sweep(data, out, resume=resume)
-    return execute(jobs, out, executor=executor, workers=workers, progress=progress)
+    return execute(jobs, out, executor=executor, workers=workers, gpus_per_stage=gpus_per_stage,
+                   progress=progress)
 
 
 def refuse_worker_reentry() -> None:

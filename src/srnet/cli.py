@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="stages run at once (default 1)")
     p.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local worker processes (default) or Ray tasks (pip install 'srnet[ray]')")
+    p.add_argument("--gpus-per-stage", type=float, default=None,
+                   help="Ray: GPUs each stage asks for (default: 1 where the cluster has GPUs, else 0)")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("finetune", help="fine-tune a backbone (dense); flags override the recipe")
@@ -307,7 +309,7 @@ def cmd_sweep(args) -> int:
     from srnet import api
 
     result = api.sweep(args.sweep, args.overrides, resume=args.resume, dry_run=args.dry_run,
-                       workers=args.workers, executor=args.executor)
+                       workers=args.workers, executor=args.executor, gpus_per_stage=args.gpus_per_stage)
     if args.dry_run:
         return 0
     names = {job.key: job.label for job in result.jobs}

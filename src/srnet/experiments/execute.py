@@ -61,9 +61,10 @@ def run_job(job: Job) -> None:
 
 def execute(
     jobs: list[Job], output_dir: Path, *, executor: str = "local", workers: int = 1,
-    progress: Callable[[str], None] = print,
+    gpus_per_stage: float | None = None, progress: Callable[[str], None] = print,
 ) -> SweepResult:
-    """Run every incomplete job once its dependencies are complete."""
+    """Run every incomplete job once its dependencies are complete (``gpus_per_stage``: Ray only,
+    see :func:`ray_gpus`)."""
     result = SweepResult(output_dir, jobs)
     index = {job.key: i + 1 for i, job in enumerate(jobs)}
     done = {job.key for job in jobs if job.complete}
@@ -72,7 +73,7 @@ def execute(
     def line(job: Job, verb: str, tail: str = "") -> str:
         return f"[{index[job.key]}/{len(jobs)}] {verb} {job.label}{tail}"
 
-    with _pool(executor, workers) as submit:
+    with _pool(executor, workers, gpus_per_stage) as submit:
         while todo or running:
             for job in todo:  # in plan order, so a skip reaches dependants in the same pass
                 if {*result.failed, *result.skipped} & set(job.deps):
@@ -128,13 +129,21 @@ def execute(
     return result
 
 
-@contextmanager
-def _pool(executor: str, workers: int):
-    """A ``submit(job) -> Future`` for the chosen executor."""
+def check_executor(executor: str, workers: int, gpus_per_stage: float | None = None) -> None:
+    """One line for an executor setting that cannot work (checked before a sweep writes anything)."""
     if executor not in EXECUTORS:
         raise SrnetError(f"--executor must be one of {list(EXECUTORS)}, got '{executor}'")
     if workers < 1:
         raise SrnetError(f"--workers must be at least 1, got {workers}")
+    if gpus_per_stage is not None and (executor != "ray" or gpus_per_stage < 0):
+        raise SrnetError(f"--gpus-per-stage takes a number >= 0 with --executor ray, got {gpus_per_stage} "
+                         f"with --executor {executor} (local workers share this machine's GPUs)")
+
+
+@contextmanager
+def _pool(executor: str, workers: int, gpus_per_stage: float | None = None):
+    """A ``submit(job) -> Future`` for the chosen executor."""
+    check_executor(executor, workers, gpus_per_stage)
     if executor == "ray":
         try:
             import ray
@@ -144,7 +153,8 @@ def _pool(executor: str, workers: int):
             ray.init(include_dashboard=False)  # joins $RAY_ADDRESS when set, else starts a local one
         # a worker that dies mid-stage (killed, node lost) is retried once: a training stage
         # continues from its last checkpoint in the shared run folder
-        task = ray.remote(max_retries=RAY_RETRIES)(run_job)
+        gpus = ray_gpus(gpus_per_stage, ray.cluster_resources())
+        task = ray.remote(max_retries=RAY_RETRIES, num_gpus=gpus)(run_job)
         yield lambda job: task.remote(job).future()
         return
     import multiprocessing
@@ -155,6 +165,15 @@ def _pool(executor: str, workers: int):
 
 
 RAY_RETRIES = 1
+
+
+def ray_gpus(requested: float | None, cluster: dict[str, float]) -> float:
+    """The GPUs each Ray stage asks for: ``requested`` when given, else one where the cluster has
+    GPUs (a stage runs on the GPU its task is given) and none on a CPU-only cluster."""
+    if requested is not None:
+        return requested
+    return 1.0 if cluster.get("GPU", 0) > 0 else 0.0
+
 WORKER_LOST = ("a sweep worker process ended abruptly (killed, out of memory, or it never started: a "
                "script that calls api.sweep must do so under `if __name__ == \"__main__\":`, since "
                "each worker imports it); finished stages are kept: run again with --resume (resume=True)")
