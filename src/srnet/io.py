@@ -30,7 +30,7 @@ def write_error(exc: BaseException, path: str | Path | None = None) -> WriteErro
         where = exc.filename if exc.filename is not None else path
         reason = (exc.strerror or os.strerror(exc.errno)) if exc.errno else str(exc)
     else:  # e.g. safetensors' SafetensorError wrapping "No space left on device (os error 28)"
-        where, reason = path, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        where, reason = path, first_line(exc)
     return WriteError(f"cannot write {where}: {reason}")
 
 
@@ -191,6 +191,13 @@ def load_yaml(text: str, source: str) -> Any:
         elif isinstance(node, list):
             stack.extend(node)
     return loaded
+
+
+def first_line(exc: BaseException, limit: int | None = None) -> str:
+    """An exception's message as one line: its first line (cut to ``limit``), or its type's name
+    when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__
 
 
 def short(message: str, limit: int = 600) -> str:

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from srnet.errors import SrnetError
+from srnet.io import first_line
 from srnet.models.structure import classify_weight, find_prunable
 
 log = logging.getLogger(__name__)
@@ -275,6 +276,6 @@ def check_max_length(max_length: int, model: nn.Module) -> None:
 
 def _unreachable(name: str, exc: Exception) -> str:
     offline = os.environ.get("HF_HUB_OFFLINE") == "1"
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = first_line(exc)
     hint = " (offline: only local paths and the bundled 'default' model load)" if offline else ""
     return f"cannot load model '{name}'{hint}: {first}"

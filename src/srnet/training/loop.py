@@ -32,6 +32,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from srnet.errors import SrnetError
 from srnet.export import export_model
+from srnet.io import first_line
 from srnet.losses import Loss
 from srnet.pruning.base import Calibration, PruningMethod
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
@@ -365,16 +366,12 @@ class Trainer:
         try:  # weights_only: a crafted file in a run folder cannot run code
             saved = torch.load(path, weights_only=True)
         except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as exc:
-            reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-            raise SrnetError(f"{path}: unreadable resume checkpoint ({reason}); rerun with --overwrite "
-                             "to start the run over") from None
+            raise _unresumable(path, "unreadable", exc) from None
         weights = self.last_dir / "model.safetensors"
         try:
             load_model_state(self.unwrapped, weights)
         except Exception as exc:  # safetensors' own error types, size mismatches of another model
-            reason = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-            raise SrnetError(f"{weights}: unreadable or foreign resume checkpoint ({reason}); rerun with "
-                             "--overwrite to start the run over") from None
+            raise _unresumable(weights, "unreadable or foreign", exc) from None
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         if saved["method"] is not None:  # None: a dense run saved before the dense method existed
@@ -414,3 +411,9 @@ class Trainer:
         for key, value in entry.items():
             if isinstance(value, int | float) and key != "step":
                 self._tb.add_scalar(f"{entry['event']}/{key}", value, entry["step"])
+
+
+def _unresumable(path: Path, what: str, exc: BaseException) -> SrnetError:
+    """One line for a resume checkpoint file that cannot be used."""
+    return SrnetError(f"{path}: {what} resume checkpoint ({first_line(exc, 160)}); rerun with --overwrite "
+                      "to start the run over")
