@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from srnet.experiments.aggregate import LABELS, Group, Run, Section, Stat, collapsed_runs
 from srnet.registry import Registry
-from srnet.report import format_table
+from srnet.report import Panel, format_table, plot_sparsity_curves
 
 
 @dataclass
@@ -66,6 +66,16 @@ class Part:
     """Tables ``srnet report`` also prints."""
     files: list[Path] = field(default_factory=list)
     """Further files the section wrote beside report.md (e.g. a study's table on its own)."""
+
+    @classmethod
+    def with_table(cls, heading: str, note: str, table: str) -> Part:
+        """A ``### heading``, its note and its table (also printed by ``srnet report``)."""
+        return cls(lines=[f"### {heading}", "", note, "", table + "\n"], tables=[table])
+
+    def add_curves(self, panels: list[Panel], path: Path, caption: str, **plot) -> None:
+        """Draw ``panels`` against sparsity (or ``plot``'s x axis) to ``path``, shown with ``caption``."""
+        plot_sparsity_curves(panels, path, **plot)
+        self.figures.append((caption, path))
 
 
 class ReportSection(ABC):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from srnet.experiments.aggregate import DENSE, Group, Stat, collapsed_runs
 from srnet.experiments.study_report.base import Part, RunSet, SetSection, Study, register_section
-from srnet.report import Curve, Panel, plot_sparsity_curves
+from srnet.report import Curve, Panel
 
 PANELS = {"easy": "easy examples", "hard": "hard examples", "E-H": "easy − hard gap"}
 
@@ -34,17 +34,16 @@ class EasyHard(SetSection):
         split = easy_hard_split(runs)
         assert split is not None
         table = easy_hard_table(runs.groups, runs.section.id_splits, runs.section.ood_splits, split)
-        part = Part(lines=["### Easy / hard split (RMC Table 6 layout)", "",
-                           f"Points (accuracy x 100), mean ± std over the runs of a configuration; "
-                           f"{split}: all its examples, then the hard and the easy ones and their "
-                           "difference; the other splits' primary metric (challenge splits with "
-                           "their collapse marks).", "", table + "\n"], tables=[table])
+        part = Part.with_table("Easy / hard split (RMC Table 6 layout)",
+                               f"Points (accuracy x 100), mean ± std over the runs of a configuration; "
+                               f"{split}: all its examples, then the hard and the easy ones and their "
+                               "difference; the other splits' primary metric (challenge splits with "
+                               "their collapse marks).", table)
         if study.figures:
-            path = study.out / f"{runs.prefix}_easy_hard_vs_sparsity.png"
-            plot_sparsity_curves(_panels(runs.groups, split), path,
-                                 title=f"{split}: easy / hard split against sparsity")
-            part.figures.append((f"{split}: easy, hard and easy − hard accuracy against sparsity "
-                                 "(RMC Figure 1; dense models dashed)", path))
+            part.add_curves(_panels(runs.groups, split),
+                            study.out / f"{runs.prefix}_easy_hard_vs_sparsity.png",
+                            f"{split}: easy, hard and easy − hard accuracy against sparsity (RMC Figure 1; "
+                            "dense models dashed)", title=f"{split}: easy / hard split against sparsity")
         return part
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from srnet.experiments.aggregate import DENSE, MASK_FLIPPED, MASK_JACCARD, Group, collapsed_runs
 from srnet.experiments.study_report.base import Part, RunSet, SetSection, Study, register_section
 from srnet.experiments.study_report.easy_hard import easy_hard_split, points
-from srnet.report import Curve, Panel, plot_sparsity_curves
+from srnet.report import Curve, Panel
 
 START = "start"
 """The tag naming the point of fine-tuning a mask search started from (``tags.start: 20%``)."""
@@ -40,26 +40,25 @@ class WinWin(SetSection):
         split = easy_hard_split(runs)
         assert split is not None
         table = winwin_table(ordered(runs.groups), runs, split)
-        part = Part(lines=["### By paradigm (Win-win layout)", "",
-                           f"Points, mean ± std over the runs (seeds) of a configuration. {split}: all "
-                           "its examples, the hard and the easy ones and their gap; the other ID splits "
-                           "(all, hard); the challenge splits; learned masks: % of entries flipped from "
-                           "their start and the Jaccard similarity of the kept entries with the start's "
-                           "(† on an ID column: runs at chance there).", "", table + "\n"], tables=[table])
+        part = Part.with_table("By paradigm (Win-win layout)",
+                               f"Points, mean ± std over the runs (seeds) of a configuration. {split}: all "
+                               "its examples, the hard and the easy ones and their gap; the other ID splits "
+                               "(all, hard); the challenge splits; learned masks: % of entries flipped from "
+                               "their start and the Jaccard similarity of the kept entries with the start's "
+                               "(† on an ID column: runs at chance there).", table)
         if study.figures:
-            path = study.out / f"{runs.prefix}_winwin_vs_sparsity.png"
-            plot_sparsity_curves(_sparsity_panels(runs.groups, split), path,
-                                 title=f"{split}: ID and hard accuracy against sparsity")
-            part.figures.append((f"{split}: ID and hard accuracy against sparsity by paradigm (Win-win "
-                                 "Figures 2-4, 8; dense models dashed)", path))
+            part.add_curves(_sparsity_panels(runs.groups, split),
+                            study.out / f"{runs.prefix}_winwin_vs_sparsity.png",
+                            f"{split}: ID and hard accuracy against sparsity by paradigm (Win-win Figures "
+                            "2-4, 8; dense models dashed)",
+                            title=f"{split}: ID and hard accuracy against sparsity")
             timing = _timing_panels(runs.groups, split)
             if timing:
-                path = study.out / f"{runs.prefix}_winwin_timing.png"
-                plot_sparsity_curves(timing, path, title=f"{split}: when the mask search starts",
-                                     xlabel="search start (% of fine-tuning)")
-                part.figures.append((f"{split}: ID and hard accuracy of mask searches started part-way "
-                                     "through fine-tuning (Win-win Figure 7; 100% = started from the "
-                                     "fine-tuned model)", path))
+                part.add_curves(timing, study.out / f"{runs.prefix}_winwin_timing.png",
+                                f"{split}: ID and hard accuracy of mask searches started part-way through "
+                                "fine-tuning (Win-win Figure 7; 100% = started from the fine-tuned model)",
+                                title=f"{split}: when the mask search starts",
+                                xlabel="search start (% of fine-tuning)")
         return part
 
 
