@@ -12,6 +12,7 @@ import yaml
 
 from conftest import synthetic_split as synthetic
 from srnet import api
+from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.experiments.refs import resolve_gathered_refs
 from srnet.experiments.stages import run_masks
@@ -114,6 +115,11 @@ def test_structured_study_as_one_sweep(tmp_path, tiny_model_dir):
     assert json.loads((export / "export.json").read_text())["run"] == str(omp.folder)
     shrunk = load_model(export / "model")
     assert shrunk.bert.encoder.layer[0].intermediate.dense.out_features == 32  # half of 64 neurons
+    # one export verb: `srnet export` of the same run writes the same bytes, model card included
+    assert main(["export", "--masks", str(omp.folder / "masks.safetensors"), "--shrink",
+                 "--out", str(tmp_path / "cli_export")]) == 0
+    for name in ("model.safetensors", "config.json", "README.md", EXPORT_INFO_FILENAME):
+        assert (tmp_path / "cli_export" / name).read_bytes() == (export / "model" / name).read_bytes(), name
 
     bench = json.loads((result.jobs[-1].folder / "bench.json").read_text())
     assert bench["rounds"] == 1 and len(bench["rows"]) == 3 * 2  # 3 models x batch 1, 2 x length 8

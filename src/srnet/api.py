@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -22,7 +21,6 @@ from srnet.experiments.demo import DemoResult
 from srnet.experiments.execute import SweepResult
 from srnet.experiments.run import RunResult, run_recipe
 from srnet.experiments.rundir import RunDir
-from srnet.io import load_yaml
 
 
 def run(
@@ -302,7 +300,8 @@ def export_masked(
     model: str | None, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False,
     onnx: bool = False, force: bool = False,
 ) -> Path:
-    """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint.
+    """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint
+    (:func:`srnet.experiments.export_run.export_run`, which the sweep's ``export`` stage runs too).
 
     ``model`` is the trained model the masks belong to (a run directory, hub id or path); None
     means the run that holds ``masks``.  Masks that record their run's trained weights
@@ -312,59 +311,9 @@ def export_masked(
     ``from_pretrained(..., trust_remote_code=True)``.  ``onnx`` also writes ``model.onnx``
     (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``).
     """
-    from srnet.export import bake_masks, export_model
-    from srnet.export.checkpoint import check_export_folder
-    from srnet.models.loading import load_classifier, load_tokenizer
-    from srnet.sparsity.mask_io import check_fit, load_masks, weights_digest
+    from srnet.experiments.export_run import export_run
 
-    check_export_folder(out, overwrite)  # what can be checked without the model, before it loads
-    if onnx:
-        from srnet.export.onnx import require_onnx
-
-        require_onnx()
-    loaded, meta = load_masks(masks)
-    owner = _mask_run(masks)
-    if model is None:
-        if owner is None:
-            raise SrnetError(f"{masks} is not in a finished srnet run: name the model it belongs to "
-                             "(--model)")
-        model = str(owner)
-    run_model = RunDir(Path(model)).model
-    source = str(run_model) if run_model.is_dir() else model
-    tokenizer = load_tokenizer(source)
-    net = load_classifier(source)
-    check_fit(net, loaded, meta, masks)
-    baked = bake_masks(net, loaded)
-    foreign = meta.trained_digest is not None and weights_digest(baked) != meta.trained_digest
-    if foreign and not force:
-        belongs = (f"--model {owner}" if owner is not None
-                   else f"the model its run trained ({meta.base_model})")
-        raise SrnetError(
-            f"{masks}: these masks belong to their run's trained weights, and {model} has other weights "
-            f"(the backbone before fine-tuning, or another fine-tuned model): pass {belongs}, or --force "
-            "to bake them into this model anyway"
-        )
-    card = _card_context(Path(model)) if RunDir(Path(model)).complete else {}
-    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=shrink,
-                        onnx=onnx, baked=baked, **card)
-
-
-def _card_context(folder: Path) -> dict:
-    """What a finished run tells its export's model card: metrics, attack summaries, recipe."""
-    from srnet.experiments.aggregate import load_attacks
-
-    run = RunDir(folder)
-    config = run.config
-    recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else None
-    return {"metrics": json.loads(run.metrics.read_text(encoding="utf-8")), "attacks": load_attacks(folder),
-            "recipe": recipe}
-
-
-def _mask_run(masks: str | Path) -> Path | None:
-    """The finished run a mask file (or run directory) belongs to, if any."""
-    path = Path(masks)
-    folder = path if path.is_dir() else path.parent
-    return folder if RunDir(folder).model.is_dir() else None
+    return export_run(model, masks, out, overwrite=overwrite, shrink=shrink, onnx=onnx, force=force)
 
 
 def load_model(path: str | Path) -> torch.nn.Module:

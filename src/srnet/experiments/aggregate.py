@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from srnet.errors import SrnetError
 from srnet.evaluation.challenge import f_bias
 from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, id_collapse, rules_differ
-from srnet.experiments.rundir import RunDir
+from srnet.experiments.rundir import ATTACK_COLUMNS, RunDir, load_attacks
 from srnet.experiments.sweep import COMPLETE
 from srnet.io import load_yaml
 from srnet.tasks.registry import TASKS
@@ -39,10 +39,6 @@ DENSE = "dense"
 STANDARD = "standard"
 LABELS = ("method", "loss", "paradigm", "sparsity")
 """The labels every run gets (further ``tags`` keys are extra labels)."""
-ATTACK_COLUMNS = {"Clean%": "clean", "Aua%": "aua", "Suc%": "success_rate", "#Query": "avg_queries"}
-"""Attack table column -> the ``attack/<name>.json`` key (rates as percentages, #Query as is)."""
-
-
 @dataclass(frozen=True)
 class Run:
     """One complete run: where it is, its metrics and recipe, and its labels."""
@@ -237,20 +233,6 @@ def grid_label(grid: dict[str, Any], keys: Sequence[str]) -> str:
         return f"{v:g}" if isinstance(v, float) else str(v)
 
     return " ".join(f"{k}={value(grid[k])}" for k in keys if k in grid)  # a stage's own keys only
-
-
-def load_attacks(root: Path) -> dict[str, dict[str, Any]]:
-    """Attack name -> summary, for every ``attack/<name>.json`` of a run directory."""
-    out: dict[str, dict[str, Any]] = {}
-    for path in sorted((root / "attack").glob("*.json")):
-        try:
-            summary = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise SrnetError(f"{path}: unreadable attack summary ({type(exc).__name__})") from None
-        if not isinstance(summary, dict) or not all(k in summary for k in ATTACK_COLUMNS.values()):
-            raise SrnetError(f"{path}: not an attack summary (needs {sorted(ATTACK_COLUMNS.values())})")
-        out[path.stem] = summary
-    return out
 
 
 def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -> dict[str, Any]:

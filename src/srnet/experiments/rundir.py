@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -10,6 +11,7 @@ import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -18,6 +20,10 @@ from srnet.training.checkpoint import TrainerFiles
 
 PACKAGES = ("srnet", "torch", "transformers", "accelerate", "datasets", "tokenizers",
             "safetensors", "scikit-learn", "numpy", "pydantic")
+
+ATTACK_COLUMNS = {"Clean%": "clean", "Aua%": "aua", "Suc%": "success_rate", "#Query": "avg_queries"}
+"""Attack table column -> the ``attack/<name>.json`` key (rates as percentages, #Query as is)."""
+
 
 @dataclass(frozen=True)
 class RunDir:
@@ -175,3 +181,17 @@ def _git_commit() -> str | None:
 LOADED_COMMIT = _git_commit()
 """The checkout's commit when this process imported srnet: a long-lived sweep worker keeps the
 code it imported, so a run records the commit it runs, not the one checked out when it starts."""
+
+
+def load_attacks(root: Path) -> dict[str, dict[str, Any]]:
+    """Attack name -> summary, for every ``attack/<name>.json`` of a run directory."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((root / "attack").glob("*.json")):
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise SrnetError(f"{path}: unreadable attack summary ({type(exc).__name__})") from None
+        if not isinstance(summary, dict) or not all(k in summary for k in ATTACK_COLUMNS.values()):
+            raise SrnetError(f"{path}: not an attack summary (needs {sorted(ATTACK_COLUMNS.values())})")
+        out[path.stem] = summary
+    return out

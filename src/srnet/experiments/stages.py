@@ -285,27 +285,17 @@ class Export(Stage):
         return folder / "model"
 
     def run(self, recipe: Recipe, params: ExportParams, folder: Path) -> None:
-        from srnet.export import EXPORT_INFO_FILENAME, export_model
+        from srnet.experiments.export_run import export_run
+        from srnet.export import EXPORT_INFO_FILENAME
         from srnet.io import atomic_write_json
-        from srnet.models.loading import load_classifier, load_tokenizer
-        from srnet.sparsity.mask_io import load_masks
 
         out = self.output(folder, params)
         if (out / EXPORT_INFO_FILENAME).is_file():  # killed after the export was renamed into place
             return
-        if params.onnx:
-            from srnet.export.onnx import require_onnx
-
-            require_onnx()  # before any model is loaded
         masks = params.masks or run_masks(params.run)
         atomic_write_json(folder / "export.json", {"run": params.run, "masks": str(masks),
                                                    "shrink": params.shrink, "onnx": params.onnx})
-        trained = RunDir(Path(params.run)).model  # the run's model, masks not baked in
-        model = str(trained) if trained.is_dir() else params.run  # or a model path or hub id
-        net = load_classifier(model)
-        loaded, metadata = load_masks(masks, net)
-        export_model(net, loaded, load_tokenizer(model), out, metadata=metadata, overwrite=True,
-                     shrink=params.shrink, onnx=params.onnx)
+        export_run(params.run, masks, out, overwrite=True, shrink=params.shrink, onnx=params.onnx)
 
 
 def run_masks(run: str | Path) -> Path:

@@ -6,7 +6,7 @@ Clean%, Aua%, Suc% and #Query, mean ± std over the attacked runs of each config
 
 from __future__ import annotations
 
-from srnet.experiments.aggregate import ATTACK_COLUMNS
+from srnet.experiments.rundir import ATTACK_COLUMNS
 from srnet.experiments.study_report.base import (
     Part,
     RunSet,
