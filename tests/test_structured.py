@@ -349,6 +349,20 @@ def test_bench_times_dense_shrunk_and_unstructured_models(tiny_model_dirs, tmp_p
     assert "omp 50% heads+neurons, shrunk" in printed and "min_ms" in printed and "max_ms" in printed
 
 
+def test_one_bench_verb_restores_the_threads_and_writes_what_it_returns(tiny_model_dirs, tmp_path):
+    """``srnet bench``, ``api.bench`` and the sweep's bench stage are one function: it leaves torch's
+    thread count as it found it and its JSON is the result it returns."""
+    from srnet import api
+
+    before = torch.get_num_threads()
+    result = api.bench([str(tiny_model_dirs("bert"))], omp=[0.5], batch_sizes=[1], lengths=[8], rounds=1,
+                       warmup=0, threads=2 if before == 1 else 1, out=tmp_path / "bench.json")
+    assert torch.get_num_threads() == before
+    assert result["threads"] == (2 if before == 1 else 1)
+    assert json.loads((tmp_path / "bench.json").read_text()) == json.loads(json.dumps(result))
+    assert len(result["rows"]) == 4  # the model and its three OMP variants
+
+
 def test_bench_warns_of_a_busy_machine_and_unsteady_rounds():
     from srnet.experiments.bench import bench_warnings
 

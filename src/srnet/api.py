@@ -316,6 +316,15 @@ def export_masked(
     return export_run(model, masks, out, overwrite=overwrite, shrink=shrink, onnx=onnx, force=force)
 
 
+def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:
+    """Latency of ``models`` side by side in one process, speedups relative to the first (the
+    ``srnet bench`` verb, :func:`srnet.experiments.bench.bench`: ``omp``, ``batch_sizes``,
+    ``lengths``, ``rounds``, ``warmup``, ``threads``, ``onnx``, ``out``)."""
+    from srnet.experiments.bench import bench as run
+
+    return run(list(models), **settings)
+
+
 def load_model(path: str | Path) -> torch.nn.Module:
     """Load an ``srnet export`` folder (shrunk or not) strictly, in eval mode."""
     from srnet.export.checkpoint import load_model as load

@@ -427,21 +427,12 @@ def cmd_export(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    import torch
-
-    from srnet.experiments.bench import load_candidate, omp_variants, run_bench
-    from srnet.io import atomic_write_json
+    from srnet import api
     from srnet.report import format_table
 
-    if args.onnx:
-        from srnet.export.onnx import require_onnx
-
-        require_onnx()  # before any model is loaded
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    candidates = [load_candidate(name) for name in args.models]
-    candidates += omp_variants(candidates[0], args.omp)
-    result = run_bench(candidates, args.batch_sizes, args.lengths, args.rounds, args.warmup, onnx=args.onnx)
+    result = api.bench(args.models, omp=args.omp, batch_sizes=args.batch_sizes, lengths=args.lengths,
+                       rounds=args.rounds, warmup=args.warmup, threads=args.threads, onnx=args.onnx,
+                       out=args.out)
     env = result["environment"]
     ort = f", onnxruntime {env['packages'].get('onnxruntime')}" if args.onnx else ""
     print(f"{env['cpu']} ({env['cpu_count']} cpus), {env['torch_threads']} threads, "
@@ -455,8 +446,6 @@ def cmd_bench(args) -> int:
                        markdown=args.markdown))
     for warning in result["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    if args.out:
-        atomic_write_json(args.out, result)
     return 0
 
 

@@ -168,6 +168,42 @@ def onnx_sessions(candidates: Sequence[Candidate]) -> list[Any]:
     return sessions
 
 
+def bench(
+    models: Sequence[str],
+    *,
+    omp: Sequence[float] = (),
+    batch_sizes: Sequence[int] = (1, 32),
+    lengths: Sequence[int] = (64, 128),
+    rounds: int = 10,
+    warmup: int = 2,
+    threads: int | None = None,
+    onnx: bool = False,
+    out: str | Path | None = None,
+) -> dict[str, Any]:
+    """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
+    load ``models`` (the first is the baseline), add OMP variants of the first at ``omp``
+    sparsities, time them all under :func:`run_bench` with ``threads`` torch threads (restored
+    afterwards: a sweep worker runs further stages) and write the result to ``out`` when given."""
+    from srnet.io import atomic_write_json
+
+    if onnx:
+        from srnet.export.onnx import require_onnx
+
+        require_onnx()  # before any model is loaded
+    before = torch.get_num_threads()
+    try:
+        if threads:
+            torch.set_num_threads(threads)
+        candidates = [load_candidate(name) for name in models]
+        candidates += omp_variants(candidates[0], omp)
+        result = run_bench(candidates, batch_sizes, lengths, rounds, warmup, onnx=onnx)
+    finally:
+        torch.set_num_threads(before)
+    if out is not None:
+        atomic_write_json(out, result)
+    return result
+
+
 def run_bench(
     candidates: Sequence[Candidate],
     batch_sizes: Sequence[int] = (1, 32),

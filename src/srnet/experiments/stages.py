@@ -344,22 +344,8 @@ class Bench(Stage):
         return folder / "bench.json"
 
     def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
-        import torch
+        from srnet.experiments.bench import bench
 
-        from srnet.experiments.bench import load_candidate, run_bench
-        from srnet.io import atomic_write_json
-
-        if params.onnx:
-            from srnet.export.onnx import require_onnx
-
-            require_onnx()  # before any model is loaded
-        threads = torch.get_num_threads()
-        try:
-            if params.threads:
-                torch.set_num_threads(params.threads)
-            candidates = [load_candidate(model) for model in params.models]
-            result = run_bench(candidates, params.batch_sizes, params.lengths, params.rounds,
-                               params.warmup, onnx=params.onnx)
-        finally:
-            torch.set_num_threads(threads)  # a sweep's worker process runs further stages
-        atomic_write_json(self.output(folder, params), result)
+        bench(params.models, batch_sizes=params.batch_sizes, lengths=params.lengths, rounds=params.rounds,
+              warmup=params.warmup, threads=params.threads, onnx=params.onnx,
+              out=self.output(folder, params))
