@@ -171,3 +171,62 @@ def test_bench_times_onnx_runtime_beside_pytorch(tiny_dirs, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert f"onnxruntime {onnxruntime.__version__}" in printed
     assert printed.splitlines()[4].split()[:2] == [str(tiny_dirs["bert"]), "onnxruntime"]
+
+
+@needs_onnx
+@pytest.mark.parametrize("shrink", [False, True])
+def test_int8_export_beside_the_fp32_graph_compared_and_on_the_card(tiny_dirs, tmp_path, capsys, shrink):
+    """``--onnx --quantize int8`` adds ``model.int8.onnx`` (ONNX Runtime's dynamic INT8), compared with
+    the FP32 graph on a probe batch; the comparison is recorded and stated on the model card, and
+    the INT8 graph runs with the same inputs."""
+    model = load(tiny_dirs["bert"])
+    mask_file(model, tmp_path / "m.safetensors", granularity="head+neuron" if shrink else "unstructured")
+    args = ["--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+            "--out", str(tmp_path / "out"), "--onnx", "--quantize", "int8", *(["--shrink"] if shrink else [])]
+    assert main(["export", *args]) == 0
+    assert "with model.onnx and model.int8.onnx" in capsys.readouterr().out
+    info = json.loads((tmp_path / "out" / EXPORT_INFO_FILENAME).read_text())["onnx"]["int8"]
+    assert info["file"] == "model.int8.onnx" and info["vs_fp32"]["probe"] == [64, 32]
+    assert 0.9 <= info["vs_fp32"]["agreement"] <= 1.0 and 0 < info["vs_fp32"]["max_abs_diff"] < 0.1
+    fp32, int8 = tmp_path / "out" / "model.onnx", tmp_path / "out" / "model.int8.onnx"
+    assert int8.stat().st_size < fp32.stat().st_size / 2  # int8 weights
+    inputs = batch(model, 4, 9)
+    assert np.abs(ort_logits(int8, inputs) - ort_logits(fp32, inputs)).max() < 0.1
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "`model.int8.onnx`: ONNX Runtime dynamic INT8" in card and "argmax agreement" in card
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--quantize", "int8"], "--quantize int8 quantizes the ONNX graph: add --onnx"),
+    (["--onnx", "--quantize", "int4"], "--quantize must be one of ['int8'], got 'int4'"),
+])
+@pytest.mark.parametrize("command", ["export", "bench"])
+def test_a_quantization_that_cannot_be_made_is_one_line_before_any_model_loads(
+        tiny_dirs, tmp_path, capsys, monkeypatch, command, flags, message):
+    from srnet.models import loading
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("a model was loaded before the quantization flags were checked")
+
+    monkeypatch.setattr(loading, "load_classifier", no_model)
+    monkeypatch.setattr(loading, "load_tokenizer", no_model)
+    if command == "export":
+        args = ["export", "--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+                "--out", str(tmp_path / "out"), *flags]
+    else:
+        args = ["bench", str(tiny_dirs["bert"]), "--out", str(tmp_path / "b.json"), *flags]
+    capsys.readouterr()
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"error: {message}\n"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "b.json").exists()
+
+
+@needs_onnx
+def test_bench_times_the_int8_graph_beside_fp32(tiny_dirs, tmp_path):
+    out = tmp_path / "bench.json"
+    args = [str(tiny_dirs["bert"]), "--batch-sizes", "2", "--lengths", "8", "--rounds", "1", "--warmup", "0",
+            "--onnx", "--quantize", "int8", "--out", str(out)]
+    assert main(["bench", *args]) == 0
+    result = json.loads(out.read_text())
+    assert [r["runtime"] for r in result["rows"]] == ["torch", "onnxruntime", "onnxruntime-int8"]
+    assert result["onnxruntime"]["quantize"] == "int8"

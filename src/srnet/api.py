@@ -298,7 +298,7 @@ def prune_(
 
 def export_masked(
     model: str | None, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False,
-    onnx: bool = False, force: bool = False,
+    onnx: bool = False, quantize: str | None = None, force: bool = False,
 ) -> Path:
     """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint
     (:func:`srnet.experiments.export_run.export_run`, which the sweep's ``export`` stage runs too).
@@ -309,11 +309,13 @@ def export_masked(
     fine-tuning, another fine-tuned model), unless ``force``.  ``shrink`` removes the pruned heads
     and neurons (head/neuron masks only); reload the result with :func:`load_model` or
     ``from_pretrained(..., trust_remote_code=True)``.  ``onnx`` also writes ``model.onnx``
-    (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``).
+    (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``); ``quantize="int8"``
+    adds ONNX Runtime's dynamic INT8 graph ``model.int8.onnx`` (compared with the FP32 one).
     """
     from srnet.experiments.export_run import export_run
 
-    return export_run(model, masks, out, overwrite=overwrite, shrink=shrink, onnx=onnx, force=force)
+    return export_run(model, masks, out, overwrite=overwrite, shrink=shrink, onnx=onnx, quantize=quantize,
+                      force=force)
 
 
 def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:

@@ -180,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--onnx", action="store_true",
                    help="also write model.onnx (dynamic batch and length), checked against PyTorch's "
                         "logits with ONNX Runtime; needs pip install 'srnet[onnx]'")
+    p.add_argument("--quantize", metavar="MODE",
+                   help="with --onnx: also write model.int8.onnx (int8: ONNX Runtime's dynamic INT8), "
+                        "compared with the FP32 graph in srnet_export.json and the model card")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("bench", help="latency of dense vs shrunk (and unstructured-sparse) models")
@@ -196,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--onnx", action="store_true",
                    help="also time every model under ONNX Runtime (CPU, same threads, graph "
                         "optimisations on), interleaved; needs pip install 'srnet[onnx]'")
+    p.add_argument("--quantize", metavar="MODE",
+                   help="with --onnx: also time each model's dynamic INT8 ONNX graph (int8)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--out", help="also write the results and the environment as JSON here")
     p.set_defaults(func=cmd_bench)
@@ -421,8 +426,9 @@ def cmd_export(args) -> int:
     from srnet.api import export_masked
 
     out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, shrink=args.shrink,
-                        onnx=args.onnx, force=args.force)
-    print(f"exported {out}" + (" (with model.onnx)" if args.onnx else ""))
+                        onnx=args.onnx, quantize=args.quantize, force=args.force)
+    extra = " and model.int8.onnx" if args.quantize else ""
+    print(f"exported {out}" + (f" (with model.onnx{extra})" if args.onnx else ""))
     return 0
 
 
@@ -432,7 +438,7 @@ def cmd_bench(args) -> int:
 
     result = api.bench(args.models, omp=args.omp, batch_sizes=args.batch_sizes, lengths=args.lengths,
                        rounds=args.rounds, warmup=args.warmup, threads=args.threads, onnx=args.onnx,
-                       out=args.out)
+                       quantize=args.quantize, out=args.out)
     env = result["environment"]
     ort = f", onnxruntime {env['packages'].get('onnxruntime')}" if args.onnx else ""
     print(f"{env['cpu']} ({env['cpu_count']} cpus), {env['torch_threads']} threads, "

@@ -151,20 +151,27 @@ def load_average() -> float | None:
         return None
 
 
-def onnx_sessions(candidates: Sequence[Candidate]) -> list[Any]:
-    """An ONNX Runtime session per candidate (torch's thread count), each export checked against
-    the PyTorch model's logits (:func:`srnet.export.onnx.check_onnx`); None for a candidate that
-    cannot be exported (``Candidate.onnx`` false)."""
-    from srnet.export.onnx import check_onnx, onnx_bytes, ort_session
+def onnx_sessions(candidates: Sequence[Candidate],
+                  quantize: str | None = None) -> list[list[tuple[str, Any]]]:
+    """Per candidate, its (runtime, ONNX Runtime session) pairs at torch's thread count: the FP32
+    graph, checked against the PyTorch model's logits (:func:`srnet.export.onnx.check_onnx`), and
+    with ``quantize`` its INT8 graph (``onnxruntime-int8``); none for a candidate that cannot be
+    exported (``Candidate.onnx`` false)."""
+    from srnet.export.onnx import check_onnx, onnx_bytes, ort_session, quantize_onnx
 
-    sessions = []
+    sessions: list[list[tuple[str, Any]]] = []
     for c in candidates:
         if not c.onnx:
-            sessions.append(None)
+            sessions.append([])
             continue
-        session = ort_session(onnx_bytes(c.model), torch.get_num_threads())
+        graph = onnx_bytes(c.model)
+        session = ort_session(graph, torch.get_num_threads())
         check_onnx(c.model, session)
-        sessions.append(session)
+        pairs = [("onnxruntime", session)]
+        if quantize is not None:
+            pairs.append((f"onnxruntime-{quantize}", ort_session(quantize_onnx(graph, quantize),
+                                                                 torch.get_num_threads())))
+        sessions.append(pairs)
     return sessions
 
 
@@ -178,17 +185,18 @@ def bench(
     warmup: int = 2,
     threads: int | None = None,
     onnx: bool = False,
+    quantize: str | None = None,
     out: str | Path | None = None,
 ) -> dict[str, Any]:
     """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
     load ``models`` (the first is the baseline), add OMP variants of the first at ``omp``
     sparsities, time them all under :func:`run_bench` with ``threads`` torch threads (restored
     afterwards: a sweep worker runs further stages) and write the result to ``out`` when given."""
+    from srnet.export.onnx import check_quantize, require_onnx
     from srnet.io import atomic_write_json
 
+    check_quantize(quantize, onnx)
     if onnx:
-        from srnet.export.onnx import require_onnx
-
         require_onnx()  # before any model is loaded
     before = torch.get_num_threads()
     try:
@@ -196,7 +204,7 @@ def bench(
             torch.set_num_threads(threads)
         candidates = [load_candidate(name) for name in models]
         candidates += omp_variants(candidates[0], omp)
-        result = run_bench(candidates, batch_sizes, lengths, rounds, warmup, onnx=onnx)
+        result = run_bench(candidates, batch_sizes, lengths, rounds, warmup, onnx=onnx, quantize=quantize)
     finally:
         torch.set_num_threads(before)
     if out is not None:
@@ -211,18 +219,20 @@ def run_bench(
     rounds: int = 10,
     warmup: int = 2,
     onnx: bool = False,
+    quantize: str | None = None,
 ) -> dict[str, Any]:
     """Time every candidate at every batch size x sequence length; ratios are to the first one.
 
     With ``onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
     same interleaved rounds (its row follows the PyTorch row; ``speedup`` is still relative to
-    the first candidate under PyTorch).  Rows carry ``runtime`` ``torch`` or ``onnxruntime``.
+    the first candidate under PyTorch); with ``quantize`` its INT8 graph too.  Rows carry ``runtime``
+    ``torch``, ``onnxruntime`` or ``onnxruntime-int8``.
     """
     if not candidates:
         raise SrnetError("bench needs at least one model")
     if rounds < 1 or warmup < 0 or min(batch_sizes) < 1 or min(lengths) < 2:
         raise SrnetError("bench: rounds, batch sizes and lengths must be positive (lengths >= 2)")
-    sessions = onnx_sessions(candidates) if onnx else None
+    sessions = onnx_sessions(candidates, quantize) if onnx else None
     vocab = int(candidates[0].model.config.vocab_size)
     generator = torch.Generator().manual_seed(0)
     rows = []
@@ -234,11 +244,11 @@ def run_bench(
             runs: list[tuple[Candidate, str, Callable[[], object]]] = []
             for i, c in enumerate(candidates):
                 runs.append((c, "torch", partial(c.model, **inputs)))
-                if sessions is not None and sessions[i] is not None:
+                for runtime, session in sessions[i] if sessions is not None else []:
                     from srnet.export.onnx import ort_feeds
 
-                    feeds = ort_feeds(sessions[i], inputs)
-                    runs.append((c, "onnxruntime", partial(sessions[i].run, ["logits"], feeds)))
+                    feeds = ort_feeds(session, inputs)
+                    runs.append((c, runtime, partial(session.run, ["logits"], feeds)))
             timed = time_calls([call for _, _, call in runs], rounds, warmup)
             medians = [statistics.median(t) for t in timed]
             for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True):
@@ -258,6 +268,7 @@ def run_bench(
             "providers": ["CPUExecutionProvider"], "intra_op_threads": torch.get_num_threads(),
             "inter_op_threads": 1, "graph_optimization": "ORT_ENABLE_ALL", "spinning": False,
             "opset": OPSET, "exporter": "torch.onnx.export(dynamo=False)", "check_atol": ATOL,
+            "quantize": quantize,
         }
     return result
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -55,6 +55,9 @@ class NoParams(BaseModel):
     non_semantic: ClassVar[tuple[str, ...]] = ()
     """Parameters left out of the stage's key (they change what is written beside the results, not
     the results), so a finished stage keeps its key when one is added or set."""
+    added_later: ClassVar[dict[str, Any]] = {}
+    """Parameters added after studies were recorded -> their default: left out of the key while at
+    it, so a recorded stage keeps its key."""
 
 
 class Stage(ABC):
@@ -269,6 +272,10 @@ class ExportParams(NoParams):
         "file its recipe trained with (pruning.params.mask_file)")
     shrink: bool = Field(False, description="remove pruned heads and neurons (head/neuron masks only)")
     onnx: bool = Field(False, description="also write model.onnx (needs srnet[onnx])")
+    quantize: Literal["int8"] | None = Field(
+        None, description="with onnx: also write model.int8.onnx (ONNX Runtime's dynamic INT8)")
+
+    added_later: ClassVar[dict[str, Any]] = {"quantize": None}
 
 
 @register_stage("export")
@@ -295,7 +302,8 @@ class Export(Stage):
         masks = params.masks or run_masks(params.run)
         atomic_write_json(folder / "export.json", {"run": params.run, "masks": str(masks),
                                                    "shrink": params.shrink, "onnx": params.onnx})
-        export_run(params.run, masks, out, overwrite=True, shrink=params.shrink, onnx=params.onnx)
+        export_run(params.run, masks, out, overwrite=True, shrink=params.shrink, onnx=params.onnx,
+                   quantize=params.quantize)
 
 
 def run_masks(run: str | Path) -> Path:
@@ -327,6 +335,10 @@ class BenchParams(NoParams):
     warmup: int = Field(2, ge=0, description="untimed rounds first")
     threads: int | None = Field(None, ge=1, description="torch (and ONNX Runtime) threads; default torch's")
     onnx: bool = Field(False, description="also time every model under ONNX Runtime (needs srnet[onnx])")
+    quantize: Literal["int8"] | None = Field(
+        None, description="with onnx: also time each model's dynamic INT8 ONNX graph")
+
+    added_later: ClassVar[dict[str, Any]] = {"quantize": None}
 
 
 @register_stage("bench")
@@ -347,5 +359,5 @@ class Bench(Stage):
         from srnet.experiments.bench import bench
 
         bench(params.models, batch_sizes=params.batch_sizes, lengths=params.lengths, rounds=params.rounds,
-              warmup=params.warmup, threads=params.threads, onnx=params.onnx,
+              warmup=params.warmup, threads=params.threads, onnx=params.onnx, quantize=params.quantize,
               out=self.output(folder, params))

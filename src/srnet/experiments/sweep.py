@@ -152,8 +152,7 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
             params = _params(stage, spec.with_, where)
             deps = sorted(stage_refs([data_, spec.with_]))
             check_intermediate_refs(data_, {d: jobs[keys[d]] for d in deps}, where)
-            semantic = {k: v for k, v in params.items() if k not in stage.params_model.non_semantic}
-            blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": semantic,
+            blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": key_params(stage, params),
                     "deps": {d: keys[d] for d in deps}}
             key = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
             keys[name] = key
@@ -218,7 +217,8 @@ def _gather(name: str, sweep: SweepFile, points: list[tuple[dict[str, Any], dict
     params = _params(stage, spec.with_, where)
     deps = sorted(stage_refs(spec.with_))
     keys = {d: list(dict.fromkeys(point[d] for _, point in points)) for d in deps}
-    blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": params, "deps": keys}
+    blob = {"kind": spec.kind, "recipe": stage.semantic(recipe), "with": key_params(stage, params),
+            "deps": keys}
     key = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
     outputs = {d: [_output(jobs[k]) for k in ks] for d, ks in keys.items()}
     try:
@@ -295,6 +295,14 @@ def _stage_order(sweep: SweepFile, source: str) -> list[str]:
 def _output(job: Job) -> Path:
     stage = get_stage(job.kind)
     return stage.output(job.folder, stage.params_model.model_validate(job.params))
+
+
+def key_params(stage, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a stage's key depends on: not the non-semantic ones, nor one added later
+    while it holds its default."""
+    model = stage.params_model
+    return {k: v for k, v in params.items()
+            if k not in model.non_semantic and not (k in model.added_later and v == model.added_later[k])}
 
 
 def _params(stage, raw: dict[str, Any], where: str) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def model_card(info: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = N
         lines += [f"| {name} | {s.get('clean', 0):.1f} | {s.get('aua', 0):.1f} | "
                   f"{s.get('success_rate', 0):.1f} | {s.get('avg_queries', 0):.1f} |"
                   for name, s in sorted(attacks.items())]
-    lines += ["", *_loading(shrunk)]
+    lines += ["", *_loading(shrunk), *_onnx(info.get("onnx"))]
     if recipe:
         shown = {key: value for key, value in recipe.items() if key != "output_dir"}
         lines += ["", "## Recipe", "", "```yaml", yaml.safe_dump(shown, sort_keys=False).rstrip(), "```"]
@@ -96,6 +96,22 @@ def _loading(shrunk: Mapping[str, Any] | None) -> list[str]:
             else "AutoModelForSequenceClassification.from_pretrained(path)")
     return ["## How to load it", "", "```python",
             "from transformers import AutoModelForSequenceClassification", "", f"model = {code}", "```"]
+
+
+def _onnx(onnx: Mapping[str, Any] | None) -> list[str]:
+    """The ONNX files and how far each is from the model above."""
+    if not onnx:
+        return []
+    lines = ["", "## ONNX", "", f"- `{onnx['file']}` (opset {onnx['opset']}): largest logit difference "
+             f"from PyTorch {onnx['check']['max_abs_diff']:.2g} on a {onnx['check']['probe'][0]} x "
+             f"{onnx['check']['probe'][1]} probe batch"]
+    int8 = onnx.get("int8")
+    if int8:
+        vs = int8["vs_fp32"]
+        lines.append(f"- `{int8['file']}`: ONNX Runtime dynamic INT8; against the FP32 graph on a "
+                     f"{vs['probe'][0]} x {vs['probe'][1]} batch of random tokens: largest logit "
+                     f"difference {vs['max_abs_diff']:.2g}, argmax agreement {vs['agreement']:.1%}")
+    return lines
 
 
 def _num(value: Any) -> str:

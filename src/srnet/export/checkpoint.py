@@ -25,7 +25,7 @@ from srnet.export.bake import (
     parametrized_modules,
 )
 from srnet.export.card import CARD_FILENAME, model_card
-from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
+from srnet.export.onnx import ONNX_FILENAME, check_quantize, export_onnx, require_onnx
 from srnet.io import atomic_folder, atomic_write_json
 from srnet.models.loading import quiet_transformers
 from srnet.sparsity.mask_io import MaskMetadata, expand_masks, masked_module
@@ -54,6 +54,7 @@ def export_model(
     overwrite: bool = False,
     shrink: bool = False,
     onnx: bool = False,
+    quantize: str | None = None,
     baked: nn.Module | None = None,
     metrics: Mapping[str, Any] | None = None,
     attacks: Mapping[str, Mapping[str, Any]] | None = None,
@@ -68,13 +69,15 @@ def export_model(
     heads and neurons are removed (:func:`srnet.export.shrink.shrink_model`) and the folder also
     carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.  With ``onnx``, it also
     carries ``model.onnx`` (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence
-    axes, checked against PyTorch's logits; needs ``srnet[onnx]``).  The model card states the
+    axes, checked against PyTorch's logits; needs ``srnet[onnx]``), and with ``quantize="int8"``
+    ``model.int8.onnx`` beside it (compared with the FP32 graph).  The model card states the
     pruning and, when given, the run's ``metrics``, ``attacks`` summaries and ``recipe`` (YAML).
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
     half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
     """
     out = check_export_folder(out_dir, overwrite)
+    check_quantize(quantize, onnx)
     if onnx:
         require_onnx()
     weights = expand_masks(model, masks)
@@ -107,7 +110,7 @@ def export_model(
 
             prepare_remote_code(baked, staging)
         if onnx:
-            info["onnx"] = export_onnx(baked, staging / ONNX_FILENAME)
+            info["onnx"] = export_onnx(baked, staging / ONNX_FILENAME, quantize)
         with quiet_transformers():
             baked.save_pretrained(staging)
             tokenizer.save_pretrained(staging)

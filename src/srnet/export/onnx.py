@@ -32,6 +32,11 @@ from torch import nn
 from srnet.errors import SrnetError
 
 ONNX_FILENAME = "model.onnx"
+INT8_FILENAME = "model.int8.onnx"
+QUANTIZE_MODES = ("int8",)
+"""``int8``: ONNX Runtime's dynamic quantization (int8 weights of the MatMul/Gemm layers,
+activations quantized per batch at run time)."""
+QUANT_PROBE_SHAPE = (64, 32)  # batch, length of the INT8-vs-FP32 comparison
 OPSET = 17
 ATOL = 1e-4
 TRACE_SHAPE = (2, 8)  # batch, length of the traced example
@@ -165,13 +170,64 @@ def check_onnx(model: nn.Module, session, atol: float = ATOL) -> float:
     return diff
 
 
-def export_onnx(model: nn.Module, path: str | Path) -> dict[str, Any]:
+def check_quantize(quantize: str | None, onnx: bool) -> None:
+    """One line for a quantization that cannot be made: an unknown mode, or no ONNX graph."""
+    if quantize is None:
+        return
+    if quantize not in QUANTIZE_MODES:
+        raise SrnetError(f"--quantize must be one of {list(QUANTIZE_MODES)}, got '{quantize}'")
+    if not onnx:
+        raise SrnetError("--quantize int8 quantizes the ONNX graph: add --onnx")
+
+
+def quantize_onnx(graph: bytes, mode: str = "int8") -> bytes:
+    """``graph`` with ONNX Runtime's dynamic INT8 quantization (``mode``: :data:`QUANTIZE_MODES`)."""
+    import logging
+    import tempfile
+
+    check_quantize(mode, onnx=True)
+    require_onnx()
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
+        source.write_bytes(graph)
+        quiet = logging.getLogger().level
+        logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process, on the root logger
+        try:
+            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
+        finally:
+            logging.getLogger().setLevel(quiet)
+        return target.read_bytes()
+
+
+def compare_sessions(model: nn.Module, reference, candidate) -> dict[str, Any]:
+    """``candidate``'s logits against ``reference``'s (two ONNX Runtime sessions of ``model``) on a
+    seeded probe batch of random tokens (one padded row): the largest difference and the share of
+    rows whose argmax agrees."""
+    probe = example_inputs(model, *QUANT_PROBE_SHAPE, seed=3)
+    expected = reference.run(["logits"], ort_feeds(reference, probe))[0]
+    got = candidate.run(["logits"], ort_feeds(candidate, probe))[0]
+    return {"probe": list(QUANT_PROBE_SHAPE), "max_abs_diff": float(np.abs(got - expected).max()),
+            "agreement": float((got.argmax(-1) == expected.argmax(-1)).mean())}
+
+
+def export_onnx(model: nn.Module, path: str | Path, quantize: str | None = None) -> dict[str, Any]:
     """Write ``model`` to ``path`` as ONNX after checking ONNX Runtime's logits against
-    PyTorch's; returns what ``srnet_export.json`` records about it."""
+    PyTorch's, and with ``quantize``, its INT8 graph beside it (:data:`INT8_FILENAME`, compared with
+    the FP32 graph: :func:`compare_sessions`); returns what ``srnet_export.json`` records."""
     ort = require_onnx()
     graph = onnx_bytes(model)
-    diff = check_onnx(model, ort_session(graph))
+    session = ort_session(graph)
+    diff = check_onnx(model, session)
     Path(path).write_bytes(graph)
-    return {"file": Path(path).name, "opset": OPSET, "inputs": input_names(model), "outputs": ["logits"],
+    info = {"file": Path(path).name, "opset": OPSET, "inputs": input_names(model), "outputs": ["logits"],
             "dynamic_axes": ["batch", "sequence"], "onnxruntime": ort.__version__,
             "check": {"probe": list(PROBE_SHAPE), "max_abs_diff": diff, "atol": ATOL}}
+    if quantize is not None:
+        int8 = quantize_onnx(graph, quantize)
+        target = Path(path).with_name(INT8_FILENAME)
+        target.write_bytes(int8)
+        info[quantize] = {"file": target.name, "mode": "dynamic (QInt8 weights)",
+                          "vs_fp32": compare_sessions(model, session, ort_session(int8))}
+    return info
