@@ -230,3 +230,28 @@ def test_bench_times_the_int8_graph_beside_fp32(tiny_dirs, tmp_path):
     result = json.loads(out.read_text())
     assert [r["runtime"] for r in result["rows"]] == ["torch", "onnxruntime", "onnxruntime-int8"]
     assert result["onnxruntime"]["quantize"] == "int8"
+
+
+@needs_onnx
+def test_a_run_evaluates_its_final_model_under_onnx_runtime_fp32_and_int8(tiny_dirs, tmp_path):
+    """``evaluation.runtime``: the same run scored by PyTorch, by its ONNX graph (checked against
+    PyTorch's logits) and by the dynamic INT8 graph (compared with FP32), each recorded in
+    metrics.json; FP32 ONNX gives PyTorch's accuracies; the fingerprint changes only when set."""
+    from conftest import tiny_recipe
+    from srnet.config import recipe_from_dict
+
+    base = tiny_recipe(tmp_path, tiny_dirs["bert"], "x", data={"train": None},
+                       pruning={"method": "omp", "sparsity": 0.5})
+    scores = {}
+    for runtime in ("torch", "onnx", "onnx-int8"):
+        recipe = {**base, "name": runtime, "evaluation": {"runtime": runtime}}
+        scores[runtime] = api.run(recipe).metrics
+    assert "runtime" not in scores["torch"]
+    assert scores["onnx"]["runtime"]["check"]["max_abs_diff"] <= 1e-4
+    int8 = scores["onnx-int8"]["runtime"]["int8"]["vs_fp32"]
+    assert int8["probe"] == [64, 32] and 0.9 <= int8["agreement"] <= 1.0
+    accuracy = {r: scores[r]["id"]["synthetic_dev"]["accuracy"] for r in scores}
+    assert accuracy["onnx"] == accuracy["torch"] and abs(accuracy["onnx-int8"] - accuracy["torch"]) < 0.1
+    fingerprints = {r: recipe_from_dict({**base, "evaluation": {"runtime": r}}).fingerprint()
+                    for r in ("torch", "onnx")}
+    assert recipe_from_dict(base).fingerprint() == fingerprints["torch"] != fingerprints["onnx"]

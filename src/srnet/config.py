@@ -122,6 +122,12 @@ class EvaluationConfig(_Strict):
         "deciding (p(entailment) >= 0.5), 'argmax' maps the model's 3-way argmax; metrics.json "
         "holds both",
     )
+    runtime: Literal["torch", "onnx", "onnx-int8"] = Field(
+        "torch",
+        description="what evaluates the final model: PyTorch, its ONNX graph under ONNX Runtime "
+        "(checked against PyTorch's logits), or that graph with dynamic INT8 quantization "
+        "(compared with the FP32 graph); metrics.json records it under 'runtime'. Needs srnet[onnx]",
+    )
 
 
 class Recipe(_Strict):
@@ -178,6 +184,10 @@ class Recipe(_Strict):
             for key, default in SPLIT_KEYS_ADDED_LATER.items():
                 if spec and spec.get(key) == default:
                     del spec[key]  # a split that does not use it keeps its fingerprint
+        for dotted, default in RECIPE_KEYS_ADDED_LATER.items():
+            section, leaf = dotted.split(".")
+            if data.get(section, {}).get(leaf) == default:
+                del data[section][leaf]  # a recipe that does not use it keeps its fingerprint
         for dotted in NON_SEMANTIC:
             *parents, leaf = dotted.split(".")
             node = data
@@ -205,6 +215,10 @@ NON_SEMANTIC: tuple[str, ...] = (
 )
 """Recipe keys that name, place or log a run, or only check its inputs early, but do not change
 what it computes."""
+
+RECIPE_KEYS_ADDED_LATER: dict[str, Any] = {"evaluation.runtime": "torch"}
+"""Recipe keys (``section.key``) added after studies were recorded: left out of the fingerprint
+at their default."""
 
 SPLIT_KEYS_ADDED_LATER: dict[str, Any] = {"ids_file": None}
 """DataSpec keys added after studies were recorded: left out of the fingerprint at their default,

@@ -22,6 +22,7 @@ from srnet.experiments.finish import Outcome, finish_run, mask_metadata, sparsit
 from srnet.experiments.run_kinds import RunKind, register_run_kind
 from srnet.experiments.rundir import RunDir
 from srnet.export import bake_masks
+from srnet.export.onnx import require_onnx, runtime_model
 from srnet.losses import build_loss
 from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
@@ -76,6 +77,8 @@ class TaskRun(RunKind):
             raise SrnetError(
                 f"pruning method '{recipe.pruning.method}'{how} needs data.train to find its mask"
             )
+        if recipe.evaluation.runtime != "torch":
+            require_onnx()  # before any model loads or trains
         set_seed(recipe.seed)
         init_from = recipe.model.init_from
         source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
@@ -122,7 +125,10 @@ class TaskRun(RunKind):
         metrics = {"run": recipe.name, "task": task.name, "model": ready.source, "seed": recipe.seed,
                    "best_step": best_step, **trained}
         id_sets = ([data.dev] if data.dev else []) + data.evals
-        metrics.update(evaluate_splits(baked, tokenizer, task, id_sets, data.challenges, recipe, run))
+        evaluated, runtime = runtime_model(baked, recipe.evaluation.runtime)
+        if runtime is not None:
+            metrics["runtime"] = runtime
+        metrics.update(evaluate_splits(evaluated, tokenizer, task, id_sets, data.challenges, recipe, run))
         for kind in ("id", "ood"):
             for name, block in metrics[kind].items():
                 if data.skipped.get(name):

@@ -231,3 +231,50 @@ def export_onnx(model: nn.Module, path: str | Path, quantize: str | None = None)
         info[quantize] = {"file": target.name, "mode": "dynamic (QInt8 weights)",
                           "vs_fp32": compare_sessions(model, session, ort_session(int8))}
     return info
+
+
+RUNTIMES = ("torch", "onnx", "onnx-int8")
+"""What evaluates a run's final model: PyTorch, its ONNX graph under ONNX Runtime, or that graph
+quantized to dynamic INT8 (``evaluation.runtime``)."""
+
+
+class OnnxClassifier(nn.Module):
+    """A classifier's ONNX Runtime session behind the call srnet's prediction code makes
+    (``model(**inputs).logits``): CPU, inference only."""
+
+    def __init__(self, session, config) -> None:
+        super().__init__()
+        self.session = session
+        self.config = config
+        self.anchor = nn.Parameter(torch.zeros(0), requires_grad=False)  # the device inputs go to
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None):
+        from transformers.modeling_outputs import SequenceClassifierOutput
+
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = token_type_ids
+        logits = self.session.run(["logits"], ort_feeds(self.session, inputs))[0]
+        return SequenceClassifierOutput(logits=torch.from_numpy(logits))
+
+
+def runtime_model(model: nn.Module, runtime: str) -> tuple[nn.Module, dict[str, Any] | None]:
+    """``model`` as ``runtime`` (:data:`RUNTIMES`) runs it, and what metrics.json records of it: the
+    ONNX graph's check against PyTorch and, for ``onnx-int8``, the INT8 graph against the FP32 one."""
+    if runtime == "torch":
+        return model, None
+    ort = require_onnx()
+    import copy
+
+    model = copy.deepcopy(model).cpu().eval()  # the run's own model stays where it is
+    graph = onnx_bytes(model)
+    session = ort_session(graph)
+    info: dict[str, Any] = {"runtime": runtime, "onnxruntime": ort.__version__, "opset": OPSET,
+                            "check": {"probe": list(PROBE_SHAPE), "max_abs_diff": check_onnx(model, session),
+                                      "atol": ATOL}}
+    if runtime == "onnx-int8":
+        int8 = ort_session(quantize_onnx(graph, "int8"))
+        info["int8"] = {"mode": "dynamic (QInt8 weights)", "vs_fp32": compare_sessions(model, session, int8)}
+        session = int8
+    return OnnxClassifier(session, model.config), info
