@@ -56,7 +56,8 @@ def test_bench_gathers_every_grid_point_once(tmp_path):
     ft, bench = jobs[0], jobs[-1]
     assert bench.params["models"] == [str(ft.folder), *(str(job.folder / "model") for job in exports)]
     assert bench.deps == [ft.key, *(job.key for job in exports)] and bench.grid == {}
-    assert exports[0].params == {"run": str(jobs[1].folder), "masks": None, "shrink": True, "onnx": False}
+    assert exports[0].params == {"run": str(jobs[1].folder), "masks": None, "shrink": True, "onnx": False,
+                                 "quantize": None}
     # the same sweep with a third sparsity: a new bench (it times more models), the rest kept
     more = api.sweep(study_file(tmp_path / "b", "m", grid={"omp.pruning.sparsity": [0.5, 0.25, 0.7]}),
                      dry_run=True, progress=lambda _: None).jobs
@@ -138,3 +139,15 @@ def test_structured_study_as_one_sweep(tmp_path, tiny_model_dir):
     assert rows[0][-2:] == ["1.00", "1.00"]
     params = {row["model"]: row["params_m"] for row in bench["rows"]}
     assert params[str(export / "model")] < params[str(result.jobs[0].folder)]  # shrunk < dense
+
+
+def test_a_parameter_added_later_leaves_recorded_stage_keys_alone():
+    """``quantize`` joined the export and bench stages after studies were recorded: at its default
+    it is not part of the stage key (recorded sweeps resume), set it is."""
+    from srnet.experiments.stages import get_stage
+    from srnet.experiments.sweep import key_params
+
+    export = get_stage("export")
+    old = {"run": "r", "masks": None, "shrink": True, "onnx": False}
+    assert key_params(export, {**old, "quantize": None}) == old
+    assert key_params(export, {**old, "onnx": True, "quantize": "int8"})["quantize"] == "int8"
