@@ -39,6 +39,8 @@ DENSE = "dense"
 STANDARD = "standard"
 LABELS = ("method", "loss", "paradigm", "sparsity")
 """The labels every run gets (further ``tags`` keys are extra labels)."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One complete run: where it is, its metrics and recipe, and its labels."""

@@ -157,20 +157,17 @@ def onnx_sessions(candidates: Sequence[Candidate],
     graph, checked against the PyTorch model's logits (:func:`srnet.export.onnx.check_onnx`), and
     with ``quantize`` its INT8 graph (``onnxruntime-int8``); none for a candidate that cannot be
     exported (``Candidate.onnx`` false)."""
-    from srnet.export.onnx import check_onnx, onnx_bytes, ort_session, quantize_onnx
+    from srnet.export.onnx import checked_graph
 
     sessions: list[list[tuple[str, Any]]] = []
     for c in candidates:
         if not c.onnx:
             sessions.append([])
             continue
-        graph = onnx_bytes(c.model)
-        session = ort_session(graph, torch.get_num_threads())
-        check_onnx(c.model, session)
-        pairs = [("onnxruntime", session)]
-        if quantize is not None:
-            pairs.append((f"onnxruntime-{quantize}", ort_session(quantize_onnx(graph, quantize),
-                                                                 torch.get_num_threads())))
+        checked = checked_graph(c.model, quantize, torch.get_num_threads())
+        pairs = [("onnxruntime", checked.session)]
+        if checked.int8_session is not None:
+            pairs.append((f"onnxruntime-{quantize}", checked.int8_session))
         sessions.append(pairs)
     return sessions
 

@@ -165,6 +165,10 @@ def _pool(executor: str, workers: int, gpus_per_stage: float | None = None):
 
 
 RAY_RETRIES = 1
+PARENT_POLL_S = 0.5
+WORKER_LOST = ("a sweep worker process ended abruptly (killed, out of memory, or it never started: a "
+               "script that calls api.sweep must do so under `if __name__ == \"__main__\":`, since "
+               "each worker imports it); finished stages are kept: run again with --resume (resume=True)")
 
 
 def ray_gpus(requested: float | None, cluster: dict[str, float]) -> float:
@@ -173,11 +177,6 @@ def ray_gpus(requested: float | None, cluster: dict[str, float]) -> float:
     if requested is not None:
         return requested
     return 1.0 if cluster.get("GPU", 0) > 0 else 0.0
-
-WORKER_LOST = ("a sweep worker process ended abruptly (killed, out of memory, or it never started: a "
-               "script that calls api.sweep must do so under `if __name__ == \"__main__\":`, since "
-               "each worker imports it); finished stages are kept: run again with --resume (resume=True)")
-PARENT_POLL_S = 0.5
 
 
 def die_with_parent(parent: int) -> None:

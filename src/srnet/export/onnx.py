@@ -18,10 +18,12 @@ their absence into one :class:`SrnetError` line.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import io
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -212,30 +214,51 @@ def compare_sessions(model: nn.Module, reference, candidate) -> dict[str, Any]:
             "agreement": float((got.argmax(-1) == expected.argmax(-1)).mean())}
 
 
+@dataclass
+class CheckedGraph:
+    """A model's ONNX graph with its session, checked against PyTorch, and optionally its INT8 graph."""
+
+    graph: bytes
+    session: Any
+    check: dict[str, Any]
+    """What srnet records of the check: probe shape, largest logit difference, tolerance."""
+    int8: bytes | None = None
+    int8_session: Any = None
+
+    def int8_record(self, model: nn.Module) -> dict[str, Any]:
+        """What srnet records of the INT8 graph: its mode and its logits against the FP32 graph's."""
+        return {"mode": "dynamic (QInt8 weights)", "vs_fp32": compare_sessions(model, self.session,
+                                                                               self.int8_session)}
+
+
+def checked_graph(model: nn.Module, quantize: str | None = None, threads: int | None = None) -> CheckedGraph:
+    """``model`` (in eval mode, on the CPU) as an ONNX graph and an ONNX Runtime session whose
+    logits match PyTorch's (:func:`check_onnx`), with its ``quantize`` graph and session when asked:
+    what export, evaluation and bench all start from."""
+    graph = onnx_bytes(model)
+    session = ort_session(graph, threads)
+    check = {"probe": list(PROBE_SHAPE), "max_abs_diff": check_onnx(model, session), "atol": ATOL}
+    checked = CheckedGraph(graph, session, check)
+    if quantize is not None:
+        checked.int8 = quantize_onnx(graph, quantize)
+        checked.int8_session = ort_session(checked.int8, threads)
+    return checked
+
+
 def export_onnx(model: nn.Module, path: str | Path, quantize: str | None = None) -> dict[str, Any]:
     """Write ``model`` to ``path`` as ONNX after checking ONNX Runtime's logits against
     PyTorch's, and with ``quantize``, its INT8 graph beside it (:data:`INT8_FILENAME`, compared with
     the FP32 graph: :func:`compare_sessions`); returns what ``srnet_export.json`` records."""
     ort = require_onnx()
-    graph = onnx_bytes(model)
-    session = ort_session(graph)
-    diff = check_onnx(model, session)
-    Path(path).write_bytes(graph)
+    checked = checked_graph(model, quantize)
+    Path(path).write_bytes(checked.graph)
     info = {"file": Path(path).name, "opset": OPSET, "inputs": input_names(model), "outputs": ["logits"],
-            "dynamic_axes": ["batch", "sequence"], "onnxruntime": ort.__version__,
-            "check": {"probe": list(PROBE_SHAPE), "max_abs_diff": diff, "atol": ATOL}}
-    if quantize is not None:
-        int8 = quantize_onnx(graph, quantize)
+            "dynamic_axes": ["batch", "sequence"], "onnxruntime": ort.__version__, "check": checked.check}
+    if checked.int8 is not None:
         target = Path(path).with_name(INT8_FILENAME)
-        target.write_bytes(int8)
-        info[quantize] = {"file": target.name, "mode": "dynamic (QInt8 weights)",
-                          "vs_fp32": compare_sessions(model, session, ort_session(int8))}
+        target.write_bytes(checked.int8)
+        info["int8"] = {"file": target.name, **checked.int8_record(model)}
     return info
-
-
-RUNTIMES = ("torch", "onnx", "onnx-int8")
-"""What evaluates a run's final model: PyTorch, its ONNX graph under ONNX Runtime, or that graph
-quantized to dynamic INT8 (``evaluation.runtime``)."""
 
 
 class OnnxClassifier(nn.Module):
@@ -260,21 +283,17 @@ class OnnxClassifier(nn.Module):
 
 
 def runtime_model(model: nn.Module, runtime: str) -> tuple[nn.Module, dict[str, Any] | None]:
-    """``model`` as ``runtime`` (:data:`RUNTIMES`) runs it, and what metrics.json records of it: the
+    """``model`` as ``evaluation.runtime`` runs it (``torch``; ``onnx``: its ONNX graph under ONNX
+    Runtime; ``onnx-int8``: that graph with dynamic INT8), and what metrics.json records of it: the
     ONNX graph's check against PyTorch and, for ``onnx-int8``, the INT8 graph against the FP32 one."""
     if runtime == "torch":
         return model, None
     ort = require_onnx()
-    import copy
-
     model = copy.deepcopy(model).cpu().eval()  # the run's own model stays where it is
-    graph = onnx_bytes(model)
-    session = ort_session(graph)
+    checked = checked_graph(model, "int8" if runtime == "onnx-int8" else None)
     info: dict[str, Any] = {"runtime": runtime, "onnxruntime": ort.__version__, "opset": OPSET,
-                            "check": {"probe": list(PROBE_SHAPE), "max_abs_diff": check_onnx(model, session),
-                                      "atol": ATOL}}
-    if runtime == "onnx-int8":
-        int8 = ort_session(quantize_onnx(graph, "int8"))
-        info["int8"] = {"mode": "dynamic (QInt8 weights)", "vs_fp32": compare_sessions(model, session, int8)}
-        session = int8
-    return OnnxClassifier(session, model.config), info
+                            "check": checked.check}
+    if checked.int8 is None:
+        return OnnxClassifier(checked.session, model.config), info
+    info["int8"] = checked.int8_record(model)
+    return OnnxClassifier(checked.int8_session, model.config), info
