@@ -301,7 +301,8 @@ class Export(Stage):
             return
         masks = params.masks or run_masks(params.run)
         atomic_write_json(folder / "export.json", {"run": params.run, "masks": str(masks),
-                                                   "shrink": params.shrink, "onnx": params.onnx})
+                                                   "shrink": params.shrink, "onnx": params.onnx,
+                                                   "quantize": params.quantize})
         export_run(params.run, masks, out, overwrite=True, shrink=params.shrink, onnx=params.onnx,
                    quantize=params.quantize)
 
