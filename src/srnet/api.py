@@ -212,6 +212,21 @@ def evaluate(
     return run_recipe(_model_checked(recipe_from_dict(base)), overwrite=overwrite)
 
 
+def fit_bias(
+    recipe: str | Path | Recipe | dict | None,
+    out: str | Path,
+    overrides: list[str] | None = None,
+    *,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Fit the recipe's bias model on its training split; write ``<out>/<split>.jsonl`` bias
+    predictions (the training split's out-of-fold) and ``bias_metrics.json``; return the latter
+    (``srnet bias fit``)."""
+    from srnet.experiments.bias_fit import fit_bias as fit
+
+    return fit(as_recipe(recipe, overrides), out, overwrite=overwrite)
+
+
 def transfer(
     mask: str | Path,
     tasks: list[str | Path | Recipe | dict],

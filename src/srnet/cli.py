@@ -398,11 +398,10 @@ def cmd_report(args) -> int:
 
 
 def cmd_bias_fit(args) -> int:
-    from srnet.api import as_recipe
-    from srnet.experiments.bias_fit import fit_bias
+    from srnet.api import fit_bias
     from srnet.report import format_table
 
-    report = fit_bias(as_recipe(args.recipe, args.overrides), args.out, overwrite=args.overwrite)
+    report = fit_bias(args.recipe, args.out, args.overrides, overwrite=args.overwrite)
     rows = [{"split": name, "kind": kind, "accuracy": block["accuracy"]}
             for kind in ("id", "ood") for name, block in report[kind].items()]
     rows.insert(0, {"split": "train (out-of-fold)", "kind": "id", "accuracy": report["train_oof_accuracy"]})

@@ -282,20 +282,25 @@ def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        value = err.get("input")
-        quiet = (
-            err["type"] in ("extra_forbidden", "missing")
-            or isinstance(value, dict)
-            or any(text in msg for text in (f"got {value!r}", f"got {value}"))  # already named
-        )
-        shown = "" if quiet else f" (got {value!r})"
-        more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise SrnetError(f"{source}: {where}: {msg}{shown}{more}") from None
+        raise SrnetError(validation_line(source, exc)) from None
+
+
+def validation_line(source: str, exc: ValidationError) -> str:
+    """One line for a section's first validation error: ``source: where: what (got value)``."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key"
+    value = err.get("input")
+    quiet = (
+        err["type"] in ("extra_forbidden", "missing")
+        or isinstance(value, dict)
+        or any(text in msg for text in (f"got {value!r}", f"got {value}"))  # already named
+    )
+    shown = "" if quiet else f" (got {value!r})"
+    more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return f"{source}: {where}: {msg}{shown}{more}"
 
 
 def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> Recipe:

@@ -162,3 +162,13 @@ def mask_movement(start: Mapping[str, torch.Tensor], final: Mapping[str, torch.T
         "per_matrix": {name: {"flipped": flips[name] / start[name].numel(),
                               "jaccard": overlap.per_matrix[name].jaccard} for name in start},
     }
+
+
+def unmoved_warning(who: str, start_name: str, movement: Mapping[str, Any], fix: str) -> str | None:
+    """The one warning line for a learned mask that did not move from its start (None when it
+    moved); ``fix`` names the settings to raise (``pruning.params.mask_lr``, ``mask_lr in pruning=``)."""
+    if movement["moved"]:
+        return None
+    return (f"{who}: the mask did not move from {start_name} (Jaccard {movement['jaccard']:.4f}, "
+            f"{movement['flipped']:.4%} of entries flipped; a learned mask should move by >= "
+            f"{MIN_MOVEMENT:.0%}): raise {fix} or the budget")

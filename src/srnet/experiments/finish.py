@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from srnet.config import Recipe
-from srnet.evaluation.mask_analysis import MIN_MOVEMENT, mask_movement, sparsity_table
+from srnet.evaluation.mask_analysis import mask_movement, sparsity_table, unmoved_warning
 from srnet.experiments.rundir import RunDir
 from srnet.export import export_model
 from srnet.io import atomic_write_json
@@ -109,11 +109,9 @@ def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, mas
         return
     movement = metrics["mask_movement"] = mask_movement(start, masks)
     entry = {"event": "mask_movement", "flipped": movement["flipped"], "jaccard": movement["jaccard"]}
-    if not movement["moved"]:
-        warning = (f"{recipe.name}: the mask did not move from {method.start_name} (Jaccard "
-                   f"{movement['jaccard']:.4f}, {movement['flipped']:.4%} of entries flipped; a learned "
-                   f"mask should move by >= {MIN_MOVEMENT:.0%}): raise pruning.params.mask_lr (or use "
-                   "mask_lr: auto) or the budget")
+    warning = unmoved_warning(recipe.name, method.start_name, movement,
+                              "pruning.params.mask_lr (or use mask_lr: auto)")
+    if warning is not None:
         entry["warning"] = warning
         logging.getLogger("srnet.run").warning(warning)
     with run.log.open("a", encoding="utf-8") as fh:

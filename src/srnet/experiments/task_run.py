@@ -213,28 +213,19 @@ def loss_extras(recipe: Recipe, task: Task, loss, train: list[Example],
                 also: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Per-example arrays the loss (and, ``also``, the objective) needs: bias log-probs, teacher
     probs, difficulty, by example id."""
-    from srnet.bias import load_bias_log_probs, load_difficulty, load_teacher_probs
+    from srnet.bias.extras import ExtraSources, read_loss_extras
 
-    ids = [ex.id for ex in train]
     cfg = recipe.loss
-    extras: dict[str, np.ndarray] = {}
-    needs = set(loss.requires) | set(also)
-    if "bias_log_probs" in needs:
-        path = cfg.bias_predictions
-        if path is None and recipe.bias_dir:
-            path = str(Path(recipe.bias_dir) / "train.jsonl")
-        if not path:
-            raise SrnetError(f"loss '{cfg.name}' needs loss.bias_predictions or bias_dir (srnet bias fit)")
-        extras["bias_log_probs"] = load_bias_log_probs(path, ids, len(task.labels), labels=task.labels)
-    if "teacher_probs" in needs:
-        if not cfg.teacher:
-            who = (f"loss '{cfg.name}'" if "teacher_probs" in loss.requires
-                   else f"objective '{recipe.objective.name}'")
-            raise SrnetError(f"{who} needs loss.teacher (a run directory or predictions file of the teacher "
-                             "on the training split)")
-        extras["teacher_probs"] = load_teacher_probs(cfg.teacher, ids, len(task.labels), task=task.name)
-    if "difficulty" in needs:
-        if not cfg.difficulty:
-            raise SrnetError(f"loss '{cfg.name}' needs loss.difficulty (a difficulty file)")
-        extras["difficulty"] = load_difficulty(cfg.difficulty, ids)
-    return extras
+    bias = cfg.bias_predictions
+    if bias is None and recipe.bias_dir:
+        bias = str(Path(recipe.bias_dir) / "train.jsonl")
+    sources = ExtraSources(bias, cfg.teacher, cfg.difficulty, spelled=RECIPE_SPELLING)
+    who = {key: f"loss '{cfg.name}'" if key in loss.requires else f"objective '{recipe.objective.name}'"
+           for key in set(loss.requires) | set(also)}
+    return read_loss_extras(who.keys(), who, [ex.id for ex in train], task.labels, len(task.labels),
+                            sources, task=task.name)
+
+
+RECIPE_SPELLING = {"bias_predictions": "loss.bias_predictions or bias_dir",
+                   "teacher": "loss.teacher", "difficulty": "loss.difficulty"}
+"""How a recipe gives each loss extra's file (for the one-line error when it is missing)."""

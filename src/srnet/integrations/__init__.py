@@ -1,0 +1,1 @@
+"""Adapters that bring srnet into other libraries' training loops (``transformers.Trainer``)."""

@@ -1,0 +1,362 @@
+"""srnet inside a Hugging Face ``transformers.Trainer`` script: any registered pruning method and
+debiasing loss, without a srnet recipe.
+
+>>> from srnet.integrations.transformers import SrnetTrainer
+>>> trainer = SrnetTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
+...                        processing_class=tokenizer, pruning={"method": "mask_train", "sparsity": 0.5},
+...                        loss="poe", bias_predictions="bias/train.jsonl")
+>>> trainer.train()
+>>> trainer.export("subnetwork")            # srnet's export: plain HF checkpoint + model card
+
+What the subclass adds to ``Trainer`` (every ``TrainingArguments`` setting keeps its meaning):
+
+* **the pruning method**, attached when the optimizer is built (the number of optimizer steps is
+  known then): masks as parametrizations, mask parameters in their own group at the method's
+  ``mask_lr`` (same warm-up/decay), the method's ``on_step`` after each optimizer step (its
+  schedule; IMP's rewinds clear the optimizer state), its penalty added to the loss, and
+  ``freeze`` (the exact mask at the current target) before every evaluation, save and at the end;
+* **the loss**: the registered srnet loss on the model's logits, a per-batch mean (the Trainer
+  divides it for gradient accumulation); evaluation reports cross-entropy as ``eval_loss``.  Its
+  extras (bias log-probs, teacher probs, difficulty) are read once and joined to each training
+  batch by the train dataset's example-id column, which the Trainer would otherwise drop;
+* **checkpoints** that are plain Hugging Face models (masks baked in) and also carry srnet's state
+  (``srnet_state.safetensors``: the parametrized weights and mask parameters; ``srnet_method.pt``;
+  ``masks.safetensors``), so ``load_best_model_at_end`` and ``resume_from_checkpoint`` restore the
+  masks exactly;
+* :meth:`SrnetTrainer.export`: ``srnet export``'s writer (plain or ``shrink``, ONNX, INT8) with
+  its checks and model card.
+
+Not covered: FSDP and DeepSpeed (they shard the weights the masks parametrize) and optimizers
+passed in through ``optimizers=`` (the mask parameters need their own group): both are refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from transformers import Trainer, TrainerCallback
+
+from srnet.bias.extras import ExtraSources, read_loss_extras
+from srnet.errors import SrnetError
+from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
+from srnet.export import bake_masks, export_model
+from srnet.io import first_line
+from srnet.losses import EXTRA_KEYS, build_loss
+from srnet.pruning import build_method
+from srnet.pruning.base import Calibration, PruningMethod
+from srnet.pruning.config import PruningConfig
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
+from srnet.training.data import model_inputs
+from srnet.training.objectives import Standard, loss_backward
+
+STATE_FILE = "srnet_state.safetensors"
+METHOD_FILE = "srnet_method.pt"
+MASKS_FILE = "masks.safetensors"
+KWARG_SPELLING = {"bias_predictions": "bias_predictions=", "teacher": "teacher=", "difficulty": "difficulty="}
+
+
+class SrnetTrainer(Trainer):
+    """A ``transformers.Trainer`` that prunes with a registered srnet method and trains with a
+    registered srnet loss.
+
+    ``pruning``: a ``pruning`` section as in a recipe (dict or :class:`PruningConfig`; None: dense).
+    ``loss`` / ``loss_params``: a registered loss and its params.  ``bias_predictions``,
+    ``teacher``, ``difficulty``: the files of the extras the loss needs, by example id (the
+    ``id_column`` of ``train_dataset``).  ``seed``: the method's seed (default ``args.seed``).
+    Everything else is ``Trainer``'s.
+    """
+
+    def __init__(self, model=None, args=None, *, pruning: Mapping[str, Any] | PruningConfig | None = None,
+                 loss: str = "ce", loss_params: Mapping[str, Any] | None = None,
+                 bias_predictions: str | Path | None = None, teacher: str | Path | None = None,
+                 difficulty: str | Path | None = None, id_column: str = "id", seed: int | None = None,
+                 **kwargs: Any) -> None:
+        if model is None:
+            raise SrnetError("SrnetTrainer needs a model (model_init is not supported: the masks "
+                             "belong to one model)")
+        if kwargs.get("optimizers", (None, None)) != (None, None):
+            raise SrnetError("SrnetTrainer builds its own optimizer (mask parameters train in their own "
+                             "group): drop optimizers=")
+        if kwargs.get("compute_loss_func") is not None or getattr(args, "label_smoothing_factor", 0):
+            raise SrnetError("SrnetTrainer computes the srnet loss named by loss=: drop compute_loss_func= "
+                             "and label_smoothing_factor (they would be ignored)")
+        # every check that needs no Trainer runs first: a refusal leaves no output folder behind
+        self.pruning_config = _pruning_config(pruning)
+        self.srnet_loss = build_loss(loss, loss_params)
+        method_seed = seed if seed is not None else getattr(args, "seed", 42)  # TrainingArguments' default
+        self.method: PruningMethod = build_method(self.pruning_config, method_seed)
+        self.method.check(model)  # a model the method cannot mask fails here, before training
+        self.id_column = id_column
+        sources = ExtraSources(bias_predictions, teacher, difficulty, spelled=KWARG_SPELLING)
+        self._extras = _read_extras(self.srnet_loss, model, kwargs.get("train_dataset"), id_column, sources)
+        super().__init__(model=model, args=args, **kwargs)
+        if self.is_fsdp_enabled or self.is_deepspeed_enabled:
+            raise SrnetError("SrnetTrainer does not support FSDP or DeepSpeed (they shard the weights "
+                             "the masks parametrize); use DDP")
+        self.loss_is_scaled_for_ga = False  # srnet losses are per-batch means
+        self.data_collator = ExtrasCollator(self.data_collator, id_column, self._extras)
+        self._pending_state: Path | None = None
+        self.add_callback(_MethodSteps(self))
+
+    # ------------------------------------------------------------------ setup
+    def _set_signature_columns_if_needed(self) -> None:
+        super()._set_signature_columns_if_needed()
+        if self.id_column not in self._signature_columns:  # kept for the collator, which drops it
+            self._signature_columns.append(self.id_column)
+
+    def create_optimizer(self, model=None) -> torch.optim.Optimizer:
+        """Attach the masks (now that the number of optimizer steps is known), then build the
+        optimizer: the Trainer's groups for the weights, one group for the mask parameters."""
+        if self.optimizer is None:
+            self._attach(self.state.max_steps)
+            super().create_optimizer(model)
+            self._regroup_masks()
+        return self.optimizer
+
+    def _attach(self, steps: int) -> None:
+        if self.method.targets:  # a second train() on the same trainer
+            return
+        self.method.prepare(self.model, steps)
+        if self.method.calibrates:
+            self.model.to(self.args.device)
+            batches = (self._prepare_inputs(batch) for batch in self.get_train_dataloader())
+            backward = loss_backward(Standard(), self.srnet_loss)
+            self.method.calibrate(self.model, Calibration(batches, backward))
+        if self._pending_state is not None:
+            self._load_state(self._pending_state)
+            self._pending_state = None
+
+    def _regroup_masks(self) -> None:
+        """Move the mask parameters out of the Trainer's weight groups into one group at the
+        method's ``mask_lr`` (no weight decay)."""
+        groups = [g for g in self.method.param_groups(self.model, self.args.learning_rate)
+                  if g.get("name") == "mask"]
+        if not groups:
+            return
+        masks = {id(p) for p in groups[0]["params"]}
+        optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
+        for group in optimizer.param_groups:
+            group["params"] = [p for p in group["params"] if id(p) not in masks]
+        optimizer.param_groups[:] = [g for g in optimizer.param_groups if g["params"]]
+        optimizer.add_param_group({"params": groups[0]["params"], "lr": self.method.mask_lr,
+                                   "weight_decay": 0.0})
+
+    # ------------------------------------------------------------------ the step
+    def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
+        """The srnet loss (+ the method's penalty) in training; cross-entropy in evaluation."""
+        labels = inputs.pop("labels", None)
+        if labels is None:
+            raise SrnetError("SrnetTrainer: a batch without labels (the dataset needs a 'label' column)")
+        extras = {key: inputs.pop(key) for key in EXTRA_KEYS if key in inputs}
+        unwrapped = self.accelerator.unwrap_model(model)
+        outputs = model(**model_inputs(unwrapped, inputs))
+        logits = outputs.logits.float()
+        if model.training:
+            progress = min(1.0, self.state.global_step / max(1, self.state.max_steps))
+            loss = self.srnet_loss(logits, labels, extras, progress)
+            penalty = self.method.penalty()
+            if penalty is not None:
+                loss = loss + penalty
+        else:
+            loss = F.cross_entropy(logits, labels)
+        return (loss, outputs) if return_outputs else loss
+
+    # ------------------------------------------------------------------ freeze points
+    def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+        self._freeze()
+        metrics = super().evaluate(*args, **kwargs)
+        if self.method.targets:
+            metrics["eval_sparsity"] = self.method.sparsity_report()["overall"]
+        return metrics
+
+    def predict(self, *args: Any, **kwargs: Any):
+        self._freeze()
+        return super().predict(*args, **kwargs)
+
+    def train(self, *args: Any, **kwargs: Any):
+        """The Trainer's ``train``; then the exact masks, and for a learned mask how far it moved
+        from its start (``mask_flipped``, ``mask_jaccard`` in the returned metrics; one warning
+        line when it did not move)."""
+        output = super().train(*args, **kwargs)
+        self._freeze()
+        movement = self.mask_movement()
+        if movement is not None:
+            output.metrics.update(mask_flipped=movement["flipped"], mask_jaccard=movement["jaccard"])
+            warning = unmoved_warning("SrnetTrainer", self.method.start_name, movement, "mask_lr in pruning=")
+            if warning is not None:
+                logging.getLogger("srnet.trainer").warning(warning)
+        return output
+
+    def mask_movement(self) -> dict[str, Any] | None:
+        """How far a learned mask moved from its start (flipped entries, Jaccard, per matrix);
+        None for methods that do not learn their mask."""
+        start = self.method.start_masks() if self.method.targets else None
+        return None if start is None else mask_movement(start, self.masks())
+
+    def _freeze(self) -> None:
+        if self.method.targets:
+            self.method.freeze()
+
+    # ------------------------------------------------------------------ checkpoints
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        """A plain Hugging Face checkpoint (masks baked in) and srnet's state beside it."""
+        if not self.method.targets:  # before training (or dense without masks): the Trainer's own
+            super()._save(output_dir, state_dict)
+            return
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if not self.args.should_save:
+            return
+        self._freeze()
+        masks = self.method.masks()
+        folder = Path(output_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        bake_masks(self.model, masks).save_pretrained(folder)
+        if self.processing_class is not None:
+            self.processing_class.save_pretrained(folder)
+        torch.save(self.args, folder / "training_args.bin")
+        state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
+        save_file(state, str(folder / STATE_FILE))
+        torch.save(self.method.state_dict(), folder / METHOD_FILE)
+        save_masks(folder / MASKS_FILE, masks, self.mask_metadata(masks))
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
+        folder = Path(resume_from_checkpoint)
+        if not (folder / STATE_FILE).is_file():
+            if self.method.targets or self.method.name == "dense":
+                return super()._load_from_checkpoint(resume_from_checkpoint, model)
+            raise SrnetError(f"{folder}: no {STATE_FILE}; it is not a checkpoint of an SrnetTrainer")
+        if self.method.targets:
+            self._load_state(folder)
+        else:  # the masks are attached when the optimizer is built: load then
+            self._pending_state = folder
+
+    def _load_best_model(self) -> None:
+        folder = Path(self.state.best_model_checkpoint)
+        if not self.method.targets or not (folder / STATE_FILE).is_file():
+            return super()._load_best_model()
+        self._load_state(folder)
+
+    def _load_state(self, folder: Path) -> None:
+        """The parametrized weights, mask parameters and method state of an srnet checkpoint."""
+        try:
+            state = load_file(str(folder / STATE_FILE))
+            self.model.load_state_dict(state, strict=True)
+            self.method.load_state_dict(torch.load(folder / METHOD_FILE, weights_only=True))
+        except SrnetError:
+            raise
+        except Exception as exc:  # safetensors' own errors, missing or foreign keys, bad pickles
+            raise SrnetError(f"{folder}: unreadable or foreign SrnetTrainer checkpoint "
+                             f"({first_line(exc, 160)})") from None
+        self._freeze()
+
+    # ------------------------------------------------------------------ results
+    def masks(self) -> dict[str, torch.Tensor]:
+        """The exact binary masks at the current target (empty for dense training)."""
+        if not self.method.targets:
+            return {}
+        self._freeze()
+        return self.method.masks()
+
+    def mask_metadata(self, masks: Mapping[str, torch.Tensor]) -> MaskMetadata:
+        """What a mask file of this trainer records (method, base model and its fingerprint,
+        granularity, target sparsity, the trained weights' digest)."""
+        return MaskMetadata(
+            method=self.pruning_config.method,
+            base_model=str(getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__),
+            base_model_fingerprint=model_fingerprint(self.model, list(masks)),
+            granularity=self.method.granularity,
+            target_sparsity=self.pruning_config.sparsity,
+            trained_digest=weights_digest(bake_masks(self.model, masks)),
+        )
+
+    def export(self, out: str | Path, *, shrink: bool = False, onnx: bool = False,
+               quantize: str | None = None, overwrite: bool = False) -> Path:
+        """``srnet export``'s writer on the trained model: a plain Hugging Face checkpoint with the
+        masks baked in (``shrink``: pruned heads/neurons removed; ``onnx``/``quantize``: the ONNX
+        graphs), ``srnet_export.json`` and a model card naming this trainer's settings."""
+        if self.processing_class is None:
+            raise SrnetError("export needs the tokenizer: pass processing_class= to SrnetTrainer")
+        masks = self.masks()
+        self.model.eval()
+        settings = {"pruning": self.pruning_config.model_dump(mode="json"),
+                    "loss": {"name": self.srnet_loss.name, "params": self.srnet_loss.params.model_dump()},
+                    "trainer": {"learning_rate": self.args.learning_rate, "max_steps": self.state.max_steps,
+                                "seed": self.args.seed}}
+        return export_model(self.model, masks, self.processing_class, out,
+                            metadata=self.mask_metadata(masks) if masks else None, overwrite=overwrite,
+                            shrink=shrink, onnx=onnx, quantize=quantize, recipe=settings)
+
+
+class _MethodSteps(TrainerCallback):
+    """The pruning method's ``on_step`` after every optimizer step."""
+
+    def __init__(self, trainer: SrnetTrainer) -> None:
+        self.trainer = trainer
+
+    def on_step_end(self, args, state, control, **kwargs):
+        trainer = self.trainer
+        if trainer.method.targets and trainer.method.on_step(state.global_step):
+            getattr(trainer.optimizer, "optimizer", trainer.optimizer).state.clear()  # IMP rewound
+        return control
+
+
+class ExtrasCollator:
+    """The user's collator on the features without the id column, plus the loss extras of the
+    batch's examples (when every one of them has a row: training batches; evaluation batches of
+    other splits get none, and evaluation does not use them)."""
+
+    def __init__(self, collate: Callable[[list[dict]], dict], id_column: str,
+                 extras: Mapping[str, Mapping[str, np.ndarray]]) -> None:
+        self.collate, self.id_column, self.extras = collate, id_column, extras
+
+    def __call__(self, features: list[dict]) -> dict:
+        ids = [str(f.get(self.id_column)) for f in features]
+        batch = self.collate([{k: v for k, v in f.items() if k != self.id_column} for f in features])
+        for key, rows in self.extras.items():
+            if all(i in rows for i in ids):
+                batch[key] = torch.as_tensor(np.stack([rows[i] for i in ids]), dtype=torch.float32)
+        return batch
+
+
+def _pruning_config(pruning: Mapping[str, Any] | PruningConfig | None) -> PruningConfig:
+    """The validated pruning section (one line naming the bad field)."""
+    from pydantic import ValidationError
+
+    from srnet.config import validation_line
+
+    if isinstance(pruning, PruningConfig):
+        return pruning
+    try:
+        return PruningConfig.model_validate(dict(pruning or {"method": "dense"}))
+    except ValidationError as exc:
+        raise SrnetError(validation_line("pruning", exc)) from None
+
+
+def _read_extras(loss, model, train, id_column: str,
+                 sources: ExtraSources) -> dict[str, dict[str, np.ndarray]]:
+    """The loss's extras by example id, read once; every training example must have a row."""
+    needs = loss.requires
+    if not needs:
+        return {}
+    if train is None or id_column not in getattr(train, "column_names", ()):
+        raise SrnetError(f"loss '{loss.name}' joins {sorted(needs)} to the batch by example id: "
+                         f"train_dataset needs a '{id_column}' column (id_column=)")
+    ids = [str(i) for i in train[id_column]]
+    who = dict.fromkeys(needs, f"loss '{loss.name}'")
+    arrays = read_loss_extras(needs, who, ids, _label_names(model), model.config.num_labels, sources)
+    return {key: dict(zip(ids, values, strict=True)) for key, values in arrays.items()}
+
+
+def _label_names(model) -> list[str] | None:
+    """The model's label names in class order, unless they are transformers' placeholders."""
+    id2label = getattr(model.config, "id2label", None) or {}
+    names = [id2label[i] for i in sorted(id2label)]
+    return None if all(name == f"LABEL_{i}" for i, name in enumerate(names)) else names
+

@@ -1,0 +1,233 @@
+"""srnet inside a real ``transformers.Trainer`` (:mod:`srnet.integrations.transformers`).
+
+The Trainer path and the recipe path run the same method, loss and seed on a tiny BERT without
+dropout, one full batch per step (so sampling order cannot differ): their masks must agree bit
+for bit and their exported models give the same logits, after masks that moved.  Checkpoints
+are plain models that also restore the masks exactly (resume, best model); bad input fails in
+one line before training.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, TrainingArguments
+
+from conftest import save_tiny_model, synthetic_split, tiny_classifier
+from srnet import api
+from srnet.bias import write_bias_predictions
+from srnet.errors import SrnetError
+from srnet.evaluation.predict import predict_logits
+from srnet.integrations.transformers import SrnetTrainer
+from srnet.sparsity.mask_io import load_masks
+from srnet.tasks import generate_synthetic
+
+LABELS = ["entailment", "neutral", "contradiction"]
+N_TRAIN, N_DEV, STEPS = 48, 24, 10
+CELLS = [  # deterministic methods (hard-concrete gates draw from the global RNG, which the two
+    # loops consume differently), a learned mask, a weight-training one and a structured one
+    ("mask_train", "poe", {"mask_lr": 0.05}, "unstructured"),
+    ("imp", "ce", {}, "unstructured"),
+    ("omp", "reweight", {}, "head+neuron"),
+]
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory):
+    """A tiny BERT without dropout, the synthetic splits, bias predictions for the train split."""
+    root = tmp_path_factory.mktemp("trainer")
+    model_dir = save_tiny_model(root / "tiny", dropout=0.0)
+    train = generate_synthetic("train", N_TRAIN, seed=0)
+    ids = [ex.id for ex in train]
+    probs = np.random.default_rng(0).dirichlet(np.ones(3), size=len(ids))
+    write_bias_predictions(root / "bias.jsonl", ids, np.log(probs), labels=LABELS, feature="test",
+                           split="train")
+    return {"root": root, "model": model_dir, "bias": root / "bias.jsonl", "train": train,
+            "dev": generate_synthetic("dev", N_DEV, seed=0),
+            "tokenizer": AutoTokenizer.from_pretrained(model_dir)}
+
+
+def encoded(tokenizer, examples, ids: bool = True):
+    enc = tokenizer([e.text_a for e in examples], [e.text_b for e in examples], truncation=True,
+                    max_length=48)
+    columns = {"label": [e.label for e in examples], **enc}
+    if ids:
+        columns["id"] = [e.id for e in examples]
+    return datasets.Dataset.from_dict(columns)
+
+
+def arguments(out, **extra) -> TrainingArguments:
+    """The recipe path's schedule in TrainingArguments (AdamW, decay 0.01, no warm-up, clip 1)."""
+    settings = dict(max_steps=STEPS, per_device_train_batch_size=N_TRAIN, learning_rate=1e-3,
+                    weight_decay=0.01, warmup_steps=0, seed=3, use_cpu=True, report_to=[],
+                    save_strategy="no", disable_tqdm=True)
+    return TrainingArguments(output_dir=str(out), **{**settings, **extra})
+
+
+def make_trainer(setting, out, pruning, loss="ce", model=None, train=None, **extra) -> SrnetTrainer:
+    tokenizer = setting["tokenizer"]
+    args = {k: extra.pop(k) for k in list(extra) if k in TrainingArguments.__dataclass_fields__}
+    extra.setdefault("bias_predictions", setting["bias"])
+    return SrnetTrainer(
+        model=model or AutoModelForSequenceClassification.from_pretrained(setting["model"]),
+        args=arguments(out, **args), train_dataset=train or encoded(tokenizer, setting["train"]),
+        eval_dataset=encoded(tokenizer, setting["dev"]), processing_class=tokenizer, pruning=pruning,
+        loss=loss, **extra)
+
+
+def recipe(setting, pruning: dict, loss: str) -> dict:
+    return {"name": "recipe_path", "task": "synthetic_nli", "seed": 3,
+            "output_dir": str(setting["root"] / "runs"),
+            "model": {"name": str(setting["model"]), "max_length": 48},
+            "data": {"train": synthetic_split("train", N_TRAIN), "dev": synthetic_split("dev", N_DEV)},
+            "training": {"max_steps": STEPS, "batch_size": N_TRAIN, "lr": 1e-3, "warmup_ratio": 0.0,
+                         "select": "last", "group_by_length": False, "mixed_precision": "no"},
+            "loss": {"name": loss, "bias_predictions": str(setting["bias"])}, "pruning": pruning}
+
+
+def dev_logits(setting, folder) -> np.ndarray:
+    model = AutoModelForSequenceClassification.from_pretrained(folder)
+    return predict_logits(model, setting["tokenizer"], setting["dev"], max_length=48)
+
+
+@pytest.mark.parametrize(("method", "loss", "params", "granularity"), CELLS)
+def test_trainer_path_matches_the_recipe_path(setting, tmp_path, method, loss, params, granularity):
+    pruning = {"method": method, "sparsity": 0.5, "granularity": granularity, "params": params}
+    run = api.run(recipe(setting, pruning, loss), overwrite=True)
+    trainer = make_trainer(setting, tmp_path / "hf", pruning, loss)
+    metrics = trainer.train().metrics
+
+    masks = trainer.masks()
+    recipe_masks, _ = load_masks(run.run_dir / "masks.safetensors")
+    assert sorted(masks) == sorted(recipe_masks)
+    for name, mask in masks.items():
+        assert torch.equal(mask, recipe_masks[name]), name
+        assert int((~mask).sum()) == round(0.5 * mask.numel()), name  # every matrix/layer at target
+    movement = trainer.mask_movement()
+    if movement is not None:  # a learned mask moved from its start: the test is not about a no-op
+        start = trainer.method.start_masks()
+        flips = sum(int((start[n] != masks[n]).sum()) for n in masks)
+        flipped = flips / sum(m.numel() for m in masks.values())
+        assert metrics["mask_flipped"] == movement["flipped"] == pytest.approx(flipped)
+        assert flipped > 0.05
+        assert movement["flipped"] == run.metrics["mask_movement"]["flipped"]
+
+    export = trainer.export(tmp_path / "export", shrink=granularity != "unstructured")
+    loaded = (api.load_model(export) if granularity != "unstructured"
+              else AutoModelForSequenceClassification.from_pretrained(export))
+    ours = predict_logits(loaded, setting["tokenizer"], setting["dev"], max_length=48)
+    np.testing.assert_allclose(ours, dev_logits(setting, run.run_dir / "model"), atol=1e-5)
+    untrained = dev_logits(setting, setting["model"])
+    assert np.abs(ours - untrained).max() > 1e-3  # training changed the model
+    card = (export / "README.md").read_text()
+    assert method in card and loss in card
+
+
+def test_the_loss_is_the_srnet_loss_and_evaluation_reports_sparsity(setting, tmp_path):
+    """PoE's training loss differs from cross-entropy on the same first batch; evaluation
+    freezes the masks and reports their sparsity."""
+    first = {}
+    for loss in ("ce", "poe"):
+        trainer = make_trainer(setting, tmp_path / loss, {"method": "omp", "sparsity": 0.5}, loss,
+                               max_steps=1, logging_steps=1)
+        trainer.train()
+        first[loss] = trainer.state.log_history[0]["loss"]
+        metrics = trainer.evaluate()
+        assert metrics["eval_sparsity"] == pytest.approx(0.5, abs=1e-3)
+    assert abs(first["ce"] - first["poe"]) > 1e-3
+
+
+def test_checkpoints_are_plain_models_and_resume_restores_the_masks(setting, tmp_path):
+    pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
+    whole = make_trainer(setting, tmp_path / "whole", pruning, "poe", save_strategy="steps", save_steps=5)
+    whole.train()
+    checkpoint = tmp_path / "whole" / "checkpoint-5"
+    saved, meta = load_masks(checkpoint / "masks.safetensors")
+    assert meta.method == "mask_train" and meta.target_sparsity == 0.5
+    plain = AutoModelForSequenceClassification.from_pretrained(checkpoint)  # masks baked in
+    weight = plain.bert.encoder.layer[0].attention.self.query.weight
+    assert torch.equal(weight == 0, ~saved["bert.encoder.layer.0.attention.self.query"])
+
+    resumed = make_trainer(setting, tmp_path / "resumed", pruning, "poe", save_strategy="steps", save_steps=5)
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+    for name, mask in whole.masks().items():
+        assert torch.equal(mask, resumed.masks()[name]), name
+    a = resumed.export(tmp_path / "a")
+    b = whole.export(tmp_path / "b")
+    np.testing.assert_allclose(dev_logits(setting, a), dev_logits(setting, b), atol=1e-6)
+
+
+def test_gradient_accumulation_and_bf16_keep_their_meaning(setting, tmp_path):
+    """Two micro-batches of 24 make one optimizer step (the method's schedule counts optimizer
+    steps, not micro-batches): the full batch's masks; bf16 autocast trains to the exact target."""
+    pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
+    full = make_trainer(setting, tmp_path / "full", pruning, "poe")
+    full.train()
+    accumulated = make_trainer(setting, tmp_path / "accum", pruning, "poe", per_device_train_batch_size=24,
+                               gradient_accumulation_steps=2)
+    accumulated.train()
+    agree = [float((full.masks()[n] == m).float().mean()) for n, m in accumulated.masks().items()]
+    assert min(agree) > 0.99
+    half = make_trainer(setting, tmp_path / "bf16", pruning, "poe", bf16=True, max_steps=3)
+    half.train()
+    assert all(int((~m).sum()) == m.numel() // 2 for m in half.masks().values())
+
+
+def test_a_mask_that_did_not_move_is_reported_in_one_warning(setting, tmp_path, caplog):
+    still = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 1e-9}}
+    trainer = make_trainer(setting, tmp_path / "still", still, "poe")
+    with caplog.at_level("WARNING", logger="srnet.trainer"):
+        metrics = trainer.train().metrics
+    assert metrics["mask_flipped"] < 0.01
+    assert any("the mask did not move" in r.getMessage() for r in caplog.records)
+
+
+def test_load_best_model_at_end_restores_that_checkpoints_masks(setting, tmp_path):
+    pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
+    trainer = make_trainer(setting, tmp_path / "best", pruning, "poe", save_strategy="steps", save_steps=5,
+                           eval_strategy="steps", eval_steps=5, load_best_model_at_end=True,
+                           metric_for_best_model="loss", greater_is_better=False)
+    trainer.train()
+    best, _ = load_masks(f"{trainer.state.best_model_checkpoint}/masks.safetensors")
+    for name, mask in trainer.masks().items():
+        assert torch.equal(mask, best[name]), name
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda s: {"pruning": {"method": "omp", "sparsity": 1.5}}, "pruning: sparsity"),
+    (lambda s: {"pruning": {"method": "nope"}}, "nope"),
+    (lambda s: {"train": encoded(s["tokenizer"], s["train"], ids=False)}, "needs a 'id' column"),
+    (lambda s: {"train": encoded(s["tokenizer"], generate_synthetic("train", N_TRAIN + 4, seed=0))},
+     "synthetic-train"),
+    (lambda s: {"bias_predictions": None}, "needs bias_predictions="),
+    (lambda s: {"model": tiny_classifier("albert", embedding_size=16)}, "cannot be masked in full"),
+    (lambda s: {"optimizers": (torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1), None)},
+     "drop optimizers="),
+    (lambda s: {"label_smoothing_factor": 0.1}, "label_smoothing_factor"),
+])
+def test_bad_input_fails_in_one_line_before_training(setting, tmp_path, change, message):
+    settings = {"pruning": {"method": "mask_train", "sparsity": 0.5}, "loss": "poe", **change(setting)}
+    with pytest.raises(SrnetError) as caught:
+        make_trainer(setting, tmp_path / "bad", **settings)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_the_example_script_runs_offline(setting, tmp_path):
+    """examples/trainer_poe.py end to end on the tiny model (a smoke-sized schedule)."""
+    script = Path(__file__).resolve().parents[1] / "examples" / "trainer_poe.py"
+    done = subprocess.run([sys.executable, str(script), "--model", str(setting["model"]), "--n-train", "64",
+                           "--epochs", "0.1", "--out", str(tmp_path / "example")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "50% PoE subnetwork" in done.stdout
+    exported = AutoModelForSequenceClassification.from_pretrained(tmp_path / "example" / "subnetwork")
+    weight = exported.bert.encoder.layer[0].output.dense.weight
+    assert (weight == 0).float().mean().item() == pytest.approx(0.5, abs=1e-3)
