@@ -6,6 +6,7 @@ missing-extra error is tested either way.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -255,3 +256,47 @@ def test_a_run_evaluates_its_final_model_under_onnx_runtime_fp32_and_int8(tiny_d
     fingerprints = {r: recipe_from_dict({**base, "evaluation": {"runtime": r}}).fingerprint()
                     for r in ("torch", "onnx")}
     assert recipe_from_dict(base).fingerprint() == fingerprints["torch"] != fingerprints["onnx"]
+
+
+@needs_onnx
+def test_an_attack_runs_against_the_onnx_and_int8_graphs_of_a_model(tmp_path, monkeypatch):
+    """``evaluation.runtime`` also picks the graph ``srnet attack`` queries (ONNX Runtime answers
+    the queries): FP32 ONNX gives PyTorch's outcomes, INT8 runs and is recorded in the summary."""
+    from conftest import save_borderline_classifier
+    from srnet.export.onnx import OnnxClassifier
+
+    queried = []
+    forward = OnnxClassifier.forward
+
+    @functools.wraps(forward)  # srnet reads the signature to pick the inputs
+    def counted(self, *args, **kwargs):
+        queried.append(args[0].shape[0] if args else kwargs["input_ids"].shape[0])
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(OnnxClassifier, "forward", counted)
+
+    sentences = [f"the {a} film was {b} and {c}" for a, b, c in zip(
+        ["new", "old", "long", "short", "odd", "dull", "warm", "cold", "fine", "slow", "grand", "plain"],
+        ["good", "bad", "fun", "sad", "rich", "thin", "bold", "calm", "dark", "wise", "kind", "cruel"],
+        ["moving", "boring", "sharp", "messy", "clever", "flat", "tender", "loud", "lucid", "vague", "brave",
+         "tired"], strict=True)]
+    model = save_borderline_classifier(tmp_path / "victim", sentences)
+    data = tmp_path / "dev.jsonl"
+    rows = [json.dumps({"sentence": s, "label": i % 2}) for i, s in enumerate(sentences)]
+    data.write_text("\n".join(rows) + "\n")
+    recipe = {"task": "sentiment", "data": {"dev": {"path": str(data)}}}
+    reports = {runtime: api.attack(str(model), {**recipe, "evaluation": {"runtime": runtime}},
+                                   attack="charswap", out=tmp_path / runtime)
+               for runtime in ("torch", "onnx", "onnx-int8")}
+    assert "runtime" not in reports["torch"].summary
+    asked = sum(reports[r].summary["model_evaluations"] for r in ("onnx", "onnx-int8"))
+    assert sum(queried) >= asked > 0  # the graphs answered the attacks' queries
+    assert reports["onnx"].summary["runtime"]["check"]["max_abs_diff"] <= 1e-4
+    assert reports["onnx-int8"].summary["runtime"]["int8"]["vs_fp32"]["agreement"] >= 0.5
+
+    def outcomes(runtime: str) -> list[tuple]:
+        rows = (tmp_path / runtime / "charswap.jsonl").read_text().splitlines()
+        return [(r["result"], r["perturbed"]) for r in map(json.loads, rows)]
+
+    assert outcomes("onnx") == outcomes("torch")
+    assert reports["torch"].summary["successful"] > 0  # the attack did something to compare

@@ -321,6 +321,46 @@ def test_a_killed_ray_worker_is_retried_from_its_checkpoint(tmp_path, tiny_model
     assert starts == {jobs[0].key: 1, jobs[1].key: 1}  # the retry is Ray's; no stage ran twice
 
 
+def test_a_killed_ray_driver_leaves_no_ray_process_alive(tmp_path, tiny_model_dir):
+    """kill -9 of a sweep's driver that started a local Ray instance: Ray's head processes, its
+    agents (which once outlived the driver) and the stage's worker all end (the reaper)."""
+    pytest.importorskip("ray")
+    psutil = pytest.importorskip("psutil")
+    path = sweep_file(tmp_path, tiny_model_dir, {"ft": {"kind": "train"}}, {"seed": [1]},
+                      max_steps=100_000, eval_every=100_000)  # runs until killed
+    script = tmp_path / "driver.py"
+    script.write_text("import sys\nfrom srnet import api\n\nif __name__ == '__main__':\n"
+                      f"    api.sweep({str(path)!r}, executor='ray')\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"}
+    driver = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    started: list = []
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and not started:
+            family = psutil.Process(driver.pid).children(recursive=True)
+            if any("ray::run_job" in " ".join(p.cmdline()) for p in family if p.is_running()):
+                started = family
+            time.sleep(0.5)
+        assert started, "the Ray stage never started"
+        assert any("raylet" in " ".join(p.cmdline()) for p in started)
+    finally:
+        driver.kill()
+        driver.wait()
+
+    def alive(process) -> bool:
+        try:
+            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    deadline = time.time() + 30
+    while time.time() < deadline and any(alive(p) for p in started):
+        time.sleep(0.5)
+    left = [" ".join(p.cmdline())[:60] for p in started if alive(p)]
+    assert not left, f"alive 30 s after the driver was killed: {left}"
+
+
 def test_a_stage_another_sweep_runs_skips_its_dependants_without_crashing(tmp_path, tiny_model_dir):
     """A second sweep on a live sweep's folder: the stage the first one holds is skipped, and so are
     the stages that need it (it once stopped with 'stages wait on stages outside the plan')."""

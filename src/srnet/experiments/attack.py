@@ -27,6 +27,7 @@ from srnet.experiments.attack_examples import write_examples
 from srnet.experiments.data import data_base_dir
 from srnet.experiments.predict import find_split
 from srnet.experiments.rundir import RunDir
+from srnet.export.onnx import require_onnx, runtime_model
 from srnet.io import atomic_write_json, atomic_write_jsonl
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.tasks import get_task, label_space, load_examples, split_name
@@ -76,6 +77,8 @@ def attack_run(
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
         out = run.root / "attack"
     attacker = build_attack(attack, params, **(resources or {}))
+    if recipe.evaluation.runtime != "torch":
+        require_onnx()  # before any data or model loads
     task = get_task(recipe.task)
     spec = find_split(recipe, split)
     dataset = load_examples(task, spec, base_dir=data_base_dir(recipe))
@@ -90,9 +93,10 @@ def attack_run(
     tokenizer = load_tokenizer(source)
     net = load_classifier(source, task.labels).to(default_device()).eval()
     attacker.prepare(net, tokenizer)
+    victim_model, runtime = runtime_model(net, recipe.evaluation.runtime)  # e.g. its INT8 graph
     space = label_space(task, spec)
     victim = Victim(
-        net, tokenizer, recipe.model.max_length, collapse=lambda p: space.collapse(p, task.labels)
+        victim_model, tokenizer, recipe.model.max_length, collapse=lambda p: space.collapse(p, task.labels)
     )
 
     started = time.perf_counter()
@@ -102,12 +106,13 @@ def attack_run(
         for i in tqdm(chosen, desc=f"attack {attack}", leave=False)
     ]
     elapsed = time.perf_counter() - started
-    rejected = _rescore(net, tokenizer, attacked, outcomes, recipe, task.labels, space)
+    rejected = _rescore(victim_model, tokenizer, attacked, outcomes, recipe, task.labels, space)
 
     summary = {
         "attack": attack,
         "params": attacker.params.model_dump(),
         "model": source,
+        **({"runtime": runtime} if runtime is not None else {}),
         "task": task.name,
         "split": split_name(spec),
         "seed": seed,

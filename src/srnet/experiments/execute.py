@@ -24,6 +24,7 @@ from srnet.config import recipe_from_dict
 from srnet.console import quiet_libraries
 from srnet.errors import SrnetError
 from srnet.experiments import locks
+from srnet.experiments.reaper import start_reaper
 from srnet.experiments.stages import get_stage
 from srnet.experiments.sweep import COMPLETE, Job
 from srnet.io import atomic_write_json
@@ -151,6 +152,7 @@ def _pool(executor: str, workers: int, gpus_per_stage: float | None = None):
             raise SrnetError("--executor ray needs Ray: pip install 'srnet[ray]'") from None
         if not ray.is_initialized():
             ray.init(include_dashboard=False)  # joins $RAY_ADDRESS when set, else starts a local one
+            start_reaper()  # no process of a local instance outlives this driver, even after kill -9
         # a worker that dies mid-stage (killed, node lost) is retried once: a training stage
         # continues from its last checkpoint in the shared run folder
         gpus = ray_gpus(gpus_per_stage, ray.cluster_resources())
