@@ -294,21 +294,20 @@ def prune_(
     from srnet.pruning import build_method
     from srnet.pruning.base import Calibration, OneShotMethod
     from srnet.pruning.config import PruningConfig
+    from srnet.pruning.lifecycle import prune
     from srnet.training.objectives import Standard, loss_backward
 
     cfg = config if isinstance(config, PruningConfig) else PruningConfig.model_validate(config)
     method = build_method(cfg, seed)
     if not isinstance(method, OneShotMethod):
         raise SrnetError(f"method '{cfg.method}' learns its mask; use srnet.run with a training split")
-    if method.calibrates and batches is None:
-        raise SrnetError(f"method '{cfg.method}' scores on training batches here: pass batches=")
-    method.prepare(model, 1)
-    if method.calibrates:
+
+    def calibration() -> Calibration:
         device = next(model.parameters()).device
-        method.calibrate(model, Calibration((send_to_device(b, device) for b in batches or ()),
-                                            loss_backward(Standard(), build_loss(loss))))
-    method.freeze()
-    return method.masks()
+        return Calibration((send_to_device(b, device) for b in batches or ()),
+                           loss_backward(Standard(), build_loss(loss)))
+
+    return prune(method, model, calibration if batches is not None else None)
 
 
 def export_masked(

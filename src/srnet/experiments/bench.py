@@ -86,17 +86,16 @@ def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate
     from srnet.export import bake_masks, shrink_model
     from srnet.pruning import build_method
     from srnet.pruning.config import PruningConfig
+    from srnet.pruning.lifecycle import prune
 
     out = []
     for sparsity in sparsities:
         for granularity in ("head+neuron", "unstructured"):
             model = copy.deepcopy(base.model)
-            # one-shot OMP as srnet.prune_ does it (srnet.api imports the sweep, whose bench
+            # one-shot OMP through the pruning verb (srnet.api imports the sweep, whose bench
             # stage imports this module: no import of srnet.api here)
             method = build_method(PruningConfig(method="omp", granularity=granularity, sparsity=sparsity), 0)
-            method.prepare(model, 1)
-            method.freeze()
-            masks = method.masks()
+            masks = prune(method, model)
             if granularity == "unstructured":
                 baked = bake_masks(model, masks).eval()
                 out.append(Candidate(f"omp {sparsity:.0%} unstructured", baked))

@@ -30,6 +30,7 @@ from srnet.export import bake_masks
 from srnet.models import default_device, load_masked_lm, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
+from srnet.pruning.lifecycle import check_data, prune
 from srnet.tasks import Task
 from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
@@ -91,9 +92,7 @@ def prepare_text(recipe: Recipe) -> PreparedText:
             f"model; objective '{recipe.objective.name}' (distillation from it) is at its minimum there: "
             f"use mlm or mlm+distill"
         )
-    if data.train is None and method.needs_data:
-        how = " (importance 'gradient')" if method.calibrates else ""
-        raise SrnetError(f"pruning method '{recipe.pruning.method}'{how} needs data.train to find its mask")
+    check_data(method, data.train is not None)
     set_seed(recipe.seed)
     init_from = recipe.model.init_from
     source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
@@ -153,8 +152,7 @@ def execute_text(recipe: Recipe, ready: PreparedText, run: RunDir, *, resume: bo
         model = trainer.trained_model()
     else:
         model.to(default_device())
-        method.prepare(model, 1)
-        masks = method.masks()
+        masks = prune(method, model)
     method.freeze()
     metrics = {
         "run": recipe.name, "task": "text", "model": ready.source, "seed": recipe.seed,

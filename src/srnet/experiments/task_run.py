@@ -27,6 +27,7 @@ from srnet.losses import build_loss
 from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
+from srnet.pruning.lifecycle import check_data, prune
 from srnet.tasks import Task, split_name
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
@@ -72,11 +73,7 @@ class TaskRun(RunKind):
         resolve_mixed_precision(recipe.training.mixed_precision)  # e.g. bf16 on a CPU without it
         selection_split(recipe, data)  # training.select_on names a split of the recipe
         check_easy_hard(recipe, data)
-        if data.train is None and method.needs_data:
-            how = " (importance 'gradient')" if method.calibrates else ""
-            raise SrnetError(
-                f"pruning method '{recipe.pruning.method}'{how} needs data.train to find its mask"
-            )
+        check_data(method, data.train is not None)
         if recipe.evaluation.runtime != "torch":
             require_onnx()  # before any model loads or trains
         set_seed(recipe.seed)
@@ -114,9 +111,7 @@ class TaskRun(RunKind):
                 return {}
         else:
             model.to(default_device())
-            method.prepare(model, 1)
-            method.freeze()
-            masks = method.masks()
+            masks = prune(method, model)
         baked = bake_masks(model, masks) if masks else model
         baked.eval()
         if masks:

@@ -52,6 +52,7 @@ from srnet.losses import EXTRA_KEYS, build_loss
 from srnet.pruning import build_method
 from srnet.pruning.base import Calibration, PruningMethod
 from srnet.pruning.config import PruningConfig
+from srnet.pruning.lifecycle import attach
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
 from srnet.training.data import model_inputs
 from srnet.training.objectives import Standard, loss_backward
@@ -123,12 +124,12 @@ class SrnetTrainer(Trainer):
     def _attach(self, steps: int) -> None:
         if self.method.targets:  # a second train() on the same trainer
             return
-        self.method.prepare(self.model, steps)
-        if self.method.calibrates:
+        def calibration() -> Calibration:  # e.g. omp with gradient importance: the first batches
             self.model.to(self.args.device)
             batches = (self._prepare_inputs(batch) for batch in self.get_train_dataloader())
-            backward = loss_backward(Standard(), self.srnet_loss)
-            self.method.calibrate(self.model, Calibration(batches, backward))
+            return Calibration(batches, loss_backward(Standard(), self.srnet_loss))
+
+        attach(self.method, self.model, steps, calibration=calibration)
         if self._pending_state is not None:
             self._load_state(self._pending_state)
             self._pending_state = None

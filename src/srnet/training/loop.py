@@ -35,6 +35,7 @@ from srnet.export import export_model
 from srnet.io import first_line
 from srnet.losses import Loss
 from srnet.pruning.base import Calibration, PruningMethod
+from srnet.pruning.lifecycle import attach
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
     TrainerFiles,
@@ -149,12 +150,12 @@ class Trainer:
             train_set, batch_sampler=self.sampler, collate_fn=Collator(tokenizer, train_set.extras),
             generator=torch.Generator().manual_seed(seed),
         )
-        method.prepare(model, self.steps)
-        self.objective.setup(model, tokenizer)
-        if method.calibrates:  # e.g. omp with gradient importance: scored on the first batches
+        def calibration() -> Calibration:  # e.g. omp with gradient importance: the first batches
             model.to(self.accelerator.device)
-            data = Calibration(self._first_batches(), loss_backward(self.objective, loss_fn))
-            method.calibrate(model, data)
+            return Calibration(self._first_batches(), loss_backward(self.objective, loss_fn))
+
+        attach(method, model, self.steps, calibration=calibration,
+               setup=lambda: self.objective.setup(model, tokenizer))
         groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
         trained = {id(p) for p in model.parameters() if p.requires_grad}
         mask_params = {id(p) for g in groups for p in g["params"]}
