@@ -19,6 +19,7 @@ from srnet.bias.model import BiasConfig
 from srnet.errors import SrnetError
 from srnet.io import load_yaml
 from srnet.losses import LOSSES
+from srnet.plugins import load_plugins
 from srnet.pruning.config import DENSE, PruningConfig
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec
@@ -160,6 +161,11 @@ class Recipe(_Strict):
         description="labels that group runs in `srnet report` (e.g. paradigm: a, method: imp); "
         "they do not change what a run computes",
     )
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="modules (names on sys.path, or .py paths) imported before the recipe is read, in "
+        "every process: each registers its plug-ins (a pruning method, loss, task, ...)",
+    )
 
     @field_validator("name")
     @classmethod
@@ -205,6 +211,7 @@ class Recipe(_Strict):
 
 NON_SEMANTIC: tuple[str, ...] = (
     "name",
+    "plugins",
     "output_dir",
     "tags",
     "training.log_every",
@@ -213,8 +220,8 @@ NON_SEMANTIC: tuple[str, ...] = (
     "training.checkpoint_every",
     "evaluation.easy_hard",
 )
-"""Recipe keys that name, place or log a run, or only check its inputs early, but do not change
-what it computes."""
+"""Recipe keys that name, place or log a run, load the code its names refer to, or only check its
+inputs early, but do not change what it computes."""
 
 RECIPE_KEYS_ADDED_LATER: dict[str, Any] = {"evaluation.runtime": "torch"}
 """Recipe keys (``section.key``) added after studies were recorded: left out of the fingerprint
@@ -278,7 +285,9 @@ def _list_index(node: list, part: str, key: str, source: str) -> int:
 
 
 def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
-    """Validate a recipe dict; one-line error naming the first bad key."""
+    """Validate a recipe dict (after importing its plug-ins); one-line error naming the first bad key."""
+    plugins = data.get("plugins") if isinstance(data, dict) else None
+    load_plugins(p for p in plugins or [] if isinstance(p, str))  # a bad list is validation's to name
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:

@@ -1,0 +1,88 @@
+"""Plug-ins work in every process: a recipe's ``plugins:`` (a module name or a ``.py`` path) and
+the ``srnet.plugins`` entry-point group reach ``srnet run`` and the spawned workers of
+``srnet sweep --workers 2``, which never import the plug-in otherwise; a plug-in that cannot be
+imported is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from conftest import synthetic_split as synthetic
+from srnet.config import recipe_from_dict
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = REPO / "tests" / "toy_method.py"
+
+
+def srnet(*args: str, cwd: Path, pythonpath: list[Path] = ()) -> subprocess.CompletedProcess:
+    """The srnet command in a fresh process (nothing of this test process is imported there)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in [REPO / "src", *pythonpath]),
+           "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "srnet.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def toy_recipe(model, **extra) -> dict:
+    return {"task": "synthetic_nli", "model": {"name": str(model), "max_length": 48},
+            "data": {"train": synthetic("train", 24), "dev": synthetic("dev", 16)},
+            "training": {"max_steps": 2, "batch_size": 8},
+            "pruning": {"method": "toy", "sparsity": 0.5, "params": {"keep": "largest"}}, **extra}
+
+
+def test_a_recipe_plugin_path_reaches_srnet_run(tmp_path, tiny_model_dir):
+    recipe = tmp_path / "toy.yaml"
+    recipe.write_text(yaml.safe_dump({**toy_recipe(tiny_model_dir, plugins=[str(TOY)]), "name": "toy",
+                                      "output_dir": str(tmp_path / "runs")}))
+    done = srnet("run", str(recipe), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-1500:]
+    metrics = json.loads((tmp_path / "runs" / "toy" / "metrics.json").read_text())
+    assert metrics["sparsity"]["overall"] == 0.5
+
+
+def test_a_recipe_plugin_module_reaches_spawned_sweep_workers(tmp_path, tiny_model_dir):
+    sweep = {"name": "s", "output_dir": str(tmp_path / "out"),
+             "base": toy_recipe(tiny_model_dir, plugins=["toy_method"]),
+             "stages": {"prune": {"kind": "train"}}, "grid": {"seed": [1, 2]}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    done = srnet("sweep", str(path), "--workers", "2", cwd=tmp_path, pythonpath=[REPO / "tests"])
+    assert done.returncode == 0, done.stderr[-1500:]
+    finished = list((tmp_path / "out" / "prune").glob("*/metrics.json"))
+    assert len(finished) == 2
+
+
+def test_an_entry_point_plugin_needs_no_recipe_key(tmp_path, tiny_model_dir):
+    """An installed package's ``srnet.plugins`` entry point (here a dist-info folder on the path)."""
+    site = tmp_path / "site"
+    info = site / "srnet_toy-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: srnet-toy\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[srnet.plugins]\ntoy = toy_method\n")
+    recipe = tmp_path / "toy.yaml"
+    recipe.write_text(yaml.safe_dump({**toy_recipe(tiny_model_dir), "name": "toy",
+                                      "output_dir": str(tmp_path / "runs")}))
+    done = srnet("run", str(recipe), cwd=tmp_path, pythonpath=[site, REPO / "tests"])
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert (tmp_path / "runs" / "toy" / "masks.safetensors").is_file()
+
+
+def test_a_plugin_that_cannot_be_imported_is_one_line(tmp_path, tiny_model_dir):
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text(yaml.safe_dump({**toy_recipe(tiny_model_dir, plugins=["no_such_plugin_module"]),
+                                      "output_dir": str(tmp_path / "runs")}))
+    done = srnet("run", str(recipe), cwd=tmp_path)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines[-1].count("no_such_plugin_module") == 1 and len(lines) == 1, done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_plugins_do_not_change_a_fingerprint(tiny_model_dir):
+    base = toy_recipe(tiny_model_dir, pruning=None)
+    assert recipe_from_dict(base).fingerprint() == recipe_from_dict({**base, "plugins": []}).fingerprint()
