@@ -111,6 +111,7 @@ def attack_run(
     summary = {
         "attack": attack,
         "params": attacker.params.model_dump(),
+        **({"resources": built} if (built := attacker.resources()) else {}),
         "model": source,
         **({"runtime": runtime} if runtime is not None else {}),
         "task": task.name,

@@ -78,6 +78,14 @@ class Attack(ABC):
         """Load what depends on the attacked model (e.g. its embedding neighbours); default none."""
         return None
 
+    def budget(self, words: int) -> int:
+        """Most words changed in a field of ``words`` words: ``max_fraction`` of them, at least 1."""
+        return max(1, math.floor(self.params.max_fraction * words))
+
+    def resources(self) -> dict[str, Any]:
+        """What the attack was built from (files, their checksums, models), for its summary."""
+        return {}
+
     @abstractmethod
     def candidates(
         self, original: Words, current: Words, index: int, rng: np.random.Generator
@@ -102,7 +110,7 @@ class Attack(ABC):
             return outcome
         original = Words.split(text)
         editable = original.editable()
-        budget = max(1, math.floor(self.params.max_fraction * len(original.words)))
+        budget = self.budget(len(original.words))
         if editable:
             dropped = victim.probs([as_pair(original.replace(i, "")) for i in editable])
             order = [editable[j] for j in np.argsort(dropped[:, gold], kind="stable")]

