@@ -4,8 +4,11 @@ a tiny synthetic-NLI recipe, and the real-data folder."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +21,9 @@ SHARED_DATA = Path(os.environ.get("SRNET_DATA_DIR", REPO.parent / "shared" / "da
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+if "SRNET_CACHE_DIR" not in os.environ:  # resources srnet builds (counter-fitted spaces): per session
+    os.environ["SRNET_CACHE_DIR"] = tempfile.mkdtemp(prefix="srnet_test_cache_")
+    atexit.register(shutil.rmtree, os.environ["SRNET_CACHE_DIR"], ignore_errors=True)
 
 torch.set_num_threads(1)  # tiny models: one thread is fastest and keeps parallel CI quiet
 

@@ -98,9 +98,12 @@ def task_splits(name: str) -> list[str | None]:
 ATTACK_PARAMS: dict[str, Callable[[Path], dict]] = {
     "wordswap": lambda model: {"neighbours": "embedding", "similarity_model": str(model),
                                "min_similarity": 0.5},
+    "textfooler": lambda model: {"counterfit_vocab": 3000, "similarity_model": str(model),
+                                 "min_similarity": 0.5},
 }
-"""Offline params of an attack on a tiny model (embedding neighbours from the bundled backbone, the
-sentence encoder the tiny model itself); an attack not named here runs on its defaults."""
+"""Offline params of an attack on a tiny model (embedding neighbours from the bundled backbone, a
+3,000-word counter-fitted space, the sentence encoder the tiny model itself); an attack not named
+here runs on its defaults."""
 def sensitive_classifier(folder: Path, model_dir: Path, task: Task, examples) -> tuple[Path, object, object]:
     """The tiny classifier with its head scaled by 50 and each class's mean logit over ``examples``
     moved to zero, so that its predictions differ between them and small edits can flip them

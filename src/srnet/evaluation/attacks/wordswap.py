@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from srnet.evaluation.attacks.base import Attack, AttackParams, Candidate, register_attack
-from srnet.evaluation.attacks.counterfit import load_counterfitted
+from srnet.evaluation.attacks.counterfit import CounterFitSettings, load_counterfitted
 from srnet.evaluation.attacks.inflection import lemma, lemminflect
 from srnet.evaluation.attacks.lexicon import sentiment_kept, zipf
 from srnet.evaluation.attacks.neighbours import (
@@ -79,6 +79,10 @@ class WordSwapParams(AttackParams):
                              "per word.")
     embedding_min_cos: float = Field(
         0.5, gt=0.0, le=1.0, description="Least cosine of an embedding neighbour, in (0, 1]."
+    )
+    counterfit_vocab: int = Field(
+        65_000, ge=2, description="The counter-fitted space's vocabulary: the most frequent alphabetic "
+        "lower-case GloVe words (TextFooler's file has 65,713).",
     )
     vocabulary: str | None = Field(
         None, description="Substitutes must be whole words of this tokenizer's vocabulary "
@@ -174,7 +178,7 @@ class WordSwap(Attack):
         """The substitute sources ``params.neighbours`` names (WordNet's first in a union)."""
         p = self.params
         if p.neighbours == "counterfitted":
-            self.space = load_counterfitted(wordnet)
+            self.space = load_counterfitted(wordnet, CounterFitSettings(vocab_size=p.counterfit_vocab))
             return CounterFittedNeighbours(self.space, wordnet, p.embedding_k, p.embedding_min_cos)
         sources: list[Neighbours] = []
         if p.neighbours in ("wordnet", "both"):
