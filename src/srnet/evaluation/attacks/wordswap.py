@@ -131,6 +131,11 @@ class WordSwapParams(AttackParams):
                              "vectors), not 'use'")
         return self
 
+    same_penn_tag: bool = Field(
+        False, description="The edited text, re-tagged, must give the substitute the word's exact Penn "
+        "tag (hurt/VB -> hurting/VBG, film/NN -> movies/NNS, good/JJ -> better/JJR rejected), not "
+        "only its part of speech; wordswap's substitutes are inflected to the tag already."
+    )
     skip_light_verbs: bool = Field(
         True, description="Never swap auxiliary and light verbs (be, have, do, make, get, ...), whose "
         "substitutes rarely fit (does -> makes)."
@@ -217,7 +222,8 @@ class WordSwap(Attack):
             subs = [s for s in subs if (lemma(s.lower(), pos) or s.lower()) in fitting]
         subs = subs[: p.max_candidates]
         edited = [current.replace(index, match_case(s, word)) for s in subs]
-        edited = [e for e in edited if wordnet_pos(penn_tags(e)[index]) == pos]
+        edited = [e for e in edited if (penn_tags(e)[index] == tag if p.same_penn_tag
+                                        else wordnet_pos(penn_tags(e)[index]) == pos)]
         if not edited:
             return []
         reference = original.window(index, p.window).text
@@ -269,6 +275,10 @@ class TextFoolerParams(WordSwapParams):
     min_zipf: float | None = Field(None, ge=0.0, le=8.0, description="Not used by textfooler (null).")
     max_word_zipf: float | None = Field(None, ge=0.0, le=8.0, description="Not used by textfooler (null).")
     sentiment_margin: float | None = Field(None, gt=0.0, le=1.0, description="Not used by textfooler (null).")
+    same_penn_tag: bool = Field(
+        True, description="The re-tagged substitute keeps the word's exact Penn tag (no hurt -> hurting, "
+        "film -> movies, good -> better: grammar breaks the hand check counted as invalid)."
+    )
     budget: Literal["a2t", "textfooler"] = Field(
         "a2t", description="Words changed at most: 'a2t' = max(ceil(0.1 n), 4) of a field of n words (A2T, "
         "Yoo & Qi 2021); 'textfooler' = every editable word (TextFooler sets no budget). `max_fraction` "
