@@ -131,7 +131,19 @@ def _as_array(pairs: set[tuple[int, int]]) -> np.ndarray:
 
 def counter_fit(vectors: np.ndarray, synonyms: np.ndarray, antonyms: np.ndarray,
                 settings: CounterFitSettings) -> np.ndarray:
-    """Counter-fit ``vectors`` [N, D] on the synonym and antonym pairs; unit vectors back."""
+    """Counter-fit ``vectors`` [N, D] on the synonym and antonym pairs; unit vectors back.  Runs on
+    one thread: the backward pass of indexed gathers accumulates in thread order, so more threads
+    would make the space (and its checksum) differ from build to build."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _fit(vectors, synonyms, antonyms, settings)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit(vectors: np.ndarray, synonyms: np.ndarray, antonyms: np.ndarray,
+         settings: CounterFitSettings) -> np.ndarray:
     original = torch.nn.functional.normalize(torch.from_numpy(vectors).float(), dim=1)
     near_i, near_j, near_d = _close_pairs(original, settings.rho)
     moved = original.clone().requires_grad_(True)
