@@ -126,3 +126,15 @@ def test_a_bad_budget_is_one_line(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and "budget" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_wordnet_kin_keeps_only_neighbours_wordnet_also_relates():
+    wordnet = pytest.importorskip("srnet.evaluation.attacks.wordnet").load_wordnet()
+    pytest.importorskip("lemminflect")
+    words = ("movie", "film", "cinema", "table")
+    vectors = torch.nn.functional.normalize(torch.tensor(
+        [[1.0, 0.0], [0.99, 0.1], [0.97, 0.2], [0.9, 0.4]]), dim=1)
+    space = CounterFitted(words, vectors, {})
+    assert CounterFittedNeighbours(space, wordnet, k=3)("movie", "NN") == ["film", "cinema", "table"]
+    assert CounterFittedNeighbours(space, wordnet, k=3, wordnet_kin=True)("movie", "NN") == ["film"]
+    assert "film" in wordnet.kin("movie", "n") and "movie" not in wordnet.kin("movie", "n")

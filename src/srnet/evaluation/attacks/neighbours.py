@@ -96,18 +96,24 @@ class EmbeddingNeighbours:
 class CounterFittedNeighbours:
     """TextFooler's substitutes: the ``k`` nearest words (cosine >= ``min_cos``) of the word itself in a
     counter-fitted space (:mod:`srnet.evaluation.attacks.counterfit`), in the forms the space holds
-    (movies -> films), never a WordNet opposite of the word (any sense, by lemma)."""
+    (movies -> films), never a WordNet opposite of the word (any sense, by lemma); with
+    ``wordnet_kin``, only words WordNet also relates to it (a shared synset in any sense, or an
+    adjective's similar-to cluster)."""
 
-    def __init__(self, space, wordnet: WordNet, k: int = 50, min_cos: float = 0.5) -> None:
+    def __init__(self, space, wordnet: WordNet, k: int = 50, min_cos: float = 0.5,
+                 wordnet_kin: bool = False) -> None:
         self.space, self.wordnet, self.k, self.min_cos = space, wordnet, k, min_cos
+        self.wordnet_kin = wordnet_kin
 
     def __call__(self, word: str, tag: str) -> list[str]:
         pos = wordnet_pos(tag)
         if pos is None:
             return []
         own = lemma(word, pos) or word
+        kin = self.wordnet.kin(own, pos) if self.wordnet_kin else None
         return [n for n in self.space.nearest(word, self.k, self.min_cos)
-                if not self.wordnet.opposed(own, lemma(n, pos) or n, pos)]
+                if not self.wordnet.opposed(own, lemma(n, pos) or n, pos)
+                and (kin is None or (lemma(n, pos) or n) in kin)]
 
 
 class Union:

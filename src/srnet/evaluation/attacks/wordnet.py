@@ -149,6 +149,19 @@ class WordNet:
         return [w for w in dict.fromkeys(words) if w != lemma and w.islower() and WORD.fullmatch(w)
                 and not self.opposed(lemma, w, pos)]
 
+    def kin(self, lemma: str, pos: str) -> frozenset[str]:
+        """Words that share any synset with ``lemma`` as a ``pos``, and for adjectives also the words
+        of the synsets those are similar to (a satellite's head, a head's satellites)."""
+        out: set[str] = set()
+        for offset in self.senses(lemma, pos):
+            synset = self.synset(pos, offset)
+            out.update(w.lower() for w in synset.words)
+            if pos == "a":
+                for pointer in synset.related("&"):
+                    out.update(w.lower() for w in self.synset(pointer.pos, pointer.offset).words)
+        out.discard(lemma)
+        return frozenset(out)
+
     def opposed(self, a: str, b: str, pos: str) -> bool:
         """Whether ``b`` is among the opposites of ``a``, or ``a`` among those of ``b``."""
         return b in self.opposites(a, pos) or a in self.opposites(b, pos)

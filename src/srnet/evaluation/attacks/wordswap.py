@@ -131,6 +131,10 @@ class WordSwapParams(AttackParams):
                              "vectors), not 'use'")
         return self
 
+    wordnet_kin: bool = Field(
+        False, description="Counter-fitted neighbours only: keep those WordNet also relates to the word "
+        "(a shared synset in any sense, or an adjective's similar-to cluster)."
+    )
     same_penn_tag: bool = Field(
         False, description="The edited text, re-tagged, must give the substitute the word's exact Penn "
         "tag (hurt/VB -> hurting/VBG, film/NN -> movies/NNS, good/JJ -> better/JJR rejected), not "
@@ -184,7 +188,8 @@ class WordSwap(Attack):
         p = self.params
         if p.neighbours == "counterfitted":
             self.space = load_counterfitted(wordnet, CounterFitSettings(vocab_size=p.counterfit_vocab))
-            return CounterFittedNeighbours(self.space, wordnet, p.embedding_k, p.embedding_min_cos)
+            return CounterFittedNeighbours(self.space, wordnet, p.embedding_k, p.embedding_min_cos,
+                                           p.wordnet_kin)
         sources: list[Neighbours] = []
         if p.neighbours in ("wordnet", "both"):
             sources.append(WordNetSynonyms(wordnet, p.senses, p.candidate_senses))
