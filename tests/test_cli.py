@@ -227,3 +227,21 @@ def test_help_lists_the_registries_without_importing_them_to_build_the_parser(ca
             main(argv)
         listed = " ".join(capsys.readouterr().out.split())
         assert ", ".join(names) in listed, argv
+
+
+def test_every_command_handler_calls_the_python_api():
+    """cli.py only parses and prints: each ``cmd_*`` handler imports srnet only from ``srnet.api``
+    (and ``srnet.report``'s table formatting), so every command is an ``api`` call."""
+    import ast
+    from pathlib import Path
+
+    import srnet.cli
+
+    tree = ast.parse(Path(srnet.cli.__file__).read_text())
+    handlers = [node for node in tree.body
+                if isinstance(node, ast.FunctionDef) and node.name.startswith("cmd_")]
+    assert len(handlers) >= 18
+    for handler in handlers:
+        modules = {node.module for node in ast.walk(handler) if isinstance(node, ast.ImportFrom)}
+        reached = {m for m in modules if m and m.startswith("srnet")} - {"srnet", "srnet.api", "srnet.report"}
+        assert not reached, f"{handler.name} reaches past srnet.api: {sorted(reached)}"

@@ -1,4 +1,5 @@
-"""The Python API: every CLI command is one of these calls.
+"""The Python API: every CLI command is one of these calls (``tests/test_cli.py`` checks that each
+handler imports from here only, besides table formatting).
 
 >>> from srnet import api
 >>> result = api.run("recipes/mnli/finetune.yaml", overrides=["training.epochs=1"])
@@ -227,6 +228,71 @@ def fit_bias(
     return fit(as_recipe(recipe, overrides), out, overwrite=overwrite)
 
 
+def difficulty(
+    recipe: str | Path | Recipe | dict | None,
+    predictions: list[str | Path],
+    out: str | Path,
+    overrides: list[str] | None = None,
+    *,
+    alpha: float = 0.5,
+) -> Path:
+    """RMC sample difficulty of the recipe's training split from several runs' training predictions
+    (``srnet bias difficulty``); returns the written file."""
+    from srnet.experiments.bias_fit import write_training_difficulty
+
+    return write_training_difficulty(as_recipe(recipe, overrides), predictions, alpha, out)
+
+
+def predict(run: str | Path, split: str, output: str | Path | None = None) -> Path:
+    """Write a finished run's predictions on one of its splits (``srnet predict``); returns the file."""
+    from srnet.experiments.predict import predict_run_split
+
+    return predict_run_split(run, split, output)
+
+
+def report(runs: Iterable[str | Path], out: str | Path | None = None, *, figures: bool = True):
+    """``srnet report``: tables and figures of the runs under ``runs`` (default ``out``: ``RUN/report``
+    for one folder, ``report`` otherwise); returns the report (its path, tables, figures)."""
+    from srnet.experiments.study_report import write_report
+
+    runs = list(runs)
+    if out is None:
+        out = Path(runs[0]) / "report" if len(runs) == 1 else Path("report")
+    return write_report(runs, out, figures=figures)
+
+
+def mask_sparsity(masks: str | Path):
+    """A mask file's (or run's) per-matrix sparsity table and its metadata (``srnet masks show``)."""
+    from srnet.evaluation.mask_analysis import sparsity_table
+    from srnet.sparsity.mask_io import load_masks
+
+    loaded, meta = load_masks(masks)
+    return sparsity_table(loaded), meta
+
+
+def compare_masks(a: str | Path, b: str | Path):
+    """Jaccard similarity and Hamming distance of two mask files, per matrix and overall
+    (``srnet masks compare``)."""
+    from srnet.evaluation.mask_analysis import compare_masks as compare
+    from srnet.sparsity.mask_io import load_masks
+
+    return compare(load_masks(a)[0], load_masks(b)[0], labels=(str(a), str(b)))
+
+
+def draw_ticket(source: str | Path, sparsity: float, out: str | Path, *, overwrite: bool = False):
+    """A ticket at ``sparsity`` from a run's learned scores (``srnet masks draw``); its metadata."""
+    from srnet.sparsity.tickets import write_ticket
+
+    return write_ticket(source, sparsity, out, overwrite=overwrite)
+
+
+def random_like(masks: str | Path, out: str | Path, seed: int = 0, *, overwrite: bool = False):
+    """A random mask with the same per-matrix sparsity as ``masks`` (``srnet masks random-like``)."""
+    from srnet.sparsity.tickets import write_random_like
+
+    return write_random_like(masks, out, seed, overwrite=overwrite)
+
+
 def transfer(
     mask: str | Path,
     tasks: list[str | Path | Recipe | dict],
@@ -339,6 +405,18 @@ def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:
     from srnet.experiments.bench import bench as run
 
     return run(list(models), **settings)
+
+
+def info() -> dict[str, Any]:
+    """The environment a run would record (versions, device, threads) and the bundled model's
+    folder (``srnet info``)."""
+    from srnet.experiments.rundir import environment
+    from srnet.models.loading import default_model_path
+
+    env = environment()
+    env.pop("argv", None)
+    env["default_model_path"] = str(default_model_path())
+    return env
 
 
 def load_model(path: str | Path) -> torch.nn.Module:

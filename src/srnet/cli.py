@@ -292,13 +292,9 @@ def _flag_recipe(args) -> dict:
 
 
 def cmd_info(args) -> int:
-    from srnet.experiments.rundir import environment
-    from srnet.models.loading import default_model_path
+    from srnet.api import info
 
-    env = environment()
-    env.pop("argv", None)
-    env["default_model_path"] = str(default_model_path())
-    print(json.dumps(env, indent=2))
+    print(json.dumps(info(), indent=2))
     return 0
 
 
@@ -349,9 +345,9 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from srnet.experiments.predict import predict_run_split
+    from srnet.api import predict
 
-    path = predict_run_split(args.run_dir, args.split, args.output)
+    path = predict(args.run_dir, args.split, args.output)
     print(f"wrote {path}")
     return 0
 
@@ -388,10 +384,9 @@ def cmd_demo(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from srnet.experiments.study_report import write_report
+    from srnet.api import report as write_report
 
-    out = args.out or (Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
-    report = write_report(args.runs, out, figures=not args.no_figures)
+    report = write_report(args.runs, args.out, figures=not args.no_figures)
     print("\n".join(report.tables))
     print(f"wrote {report.path} and {len(report.figures)} figures")
     return 0
@@ -411,12 +406,9 @@ def cmd_bias_fit(args) -> int:
 
 
 def cmd_bias_difficulty(args) -> int:
-    from srnet.api import as_recipe
-    from srnet.experiments.bias_fit import write_training_difficulty
+    from srnet.api import difficulty
 
-    path = write_training_difficulty(
-        as_recipe(args.recipe, args.overrides), args.predictions, args.alpha, args.out
-    )
+    path = difficulty(args.recipe, args.predictions, args.out, args.overrides, alpha=args.alpha)
     print(f"wrote {path}")
     return 0
 
@@ -471,12 +463,10 @@ def cmd_transfer(args) -> int:
 
 
 def cmd_masks_show(args) -> int:
-    from srnet.evaluation.mask_analysis import sparsity_table
+    from srnet.api import mask_sparsity
     from srnet.report import format_table, plot_sparsity_heatmap
-    from srnet.sparsity.mask_io import load_masks
 
-    masks, meta = load_masks(args.masks)
-    table = sparsity_table(masks)
+    table, meta = mask_sparsity(args.masks)
     print(f"method={meta.method} base_model={meta.base_model} overall sparsity={table.overall:.4f}")
     print(format_table(table.rows(), list(table.rows()[0])))
     if args.plot:
@@ -486,29 +476,26 @@ def cmd_masks_show(args) -> int:
 
 
 def cmd_masks_compare(args) -> int:
-    from srnet.evaluation.mask_analysis import compare_masks
+    from srnet.api import compare_masks
     from srnet.report import format_table
-    from srnet.sparsity.mask_io import load_masks
 
-    a, _ = load_masks(args.a)
-    b, _ = load_masks(args.b)
-    comparison = compare_masks(a, b, labels=(args.a, args.b))
+    comparison = compare_masks(args.a, args.b)
     print(format_table(comparison.rows(), ["name", "jaccard", "distance"]))
     return 0
 
 
 def cmd_masks_draw(args) -> int:
-    from srnet.sparsity.tickets import write_ticket
+    from srnet.api import draw_ticket
 
-    meta = write_ticket(args.source, args.sparsity, args.out, overwrite=args.overwrite)
+    meta = draw_ticket(args.source, args.sparsity, args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
     return 0
 
 
 def cmd_masks_random_like(args) -> int:
-    from srnet.sparsity.tickets import write_random_like
+    from srnet.api import random_like
 
-    meta = write_random_like(args.masks, args.out, args.seed, overwrite=args.overwrite)
+    meta = random_like(args.masks, args.out, args.seed, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
     return 0
 
