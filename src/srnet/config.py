@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from srnet.bias.model import BiasConfig
+from srnet.compat import RECIPE_KEYS_ADDED_LATER, SPLIT_KEYS_ADDED_LATER, drop_defaults
 from srnet.errors import SrnetError
 from srnet.io import load_yaml
 from srnet.losses import LOSSES
@@ -187,13 +188,8 @@ class Recipe(_Strict):
         splits = data["data"]
         for spec in [splits.get("train"), splits.get("dev"), splits.get("ood_train"),
                      *splits.get("eval", []), *splits.get("challenge", [])]:
-            for key, default in SPLIT_KEYS_ADDED_LATER.items():
-                if spec and spec.get(key) == default:
-                    del spec[key]  # a split that does not use it keeps its fingerprint
-        for dotted, default in RECIPE_KEYS_ADDED_LATER.items():
-            section, leaf = dotted.split(".")
-            if data.get(section, {}).get(leaf) == default:
-                del data[section][leaf]  # a recipe that does not use it keeps its fingerprint
+            drop_defaults(spec, SPLIT_KEYS_ADDED_LATER)  # a split that does not use it keeps its key
+        drop_defaults(data, RECIPE_KEYS_ADDED_LATER)
         for dotted in NON_SEMANTIC:
             *parents, leaf = dotted.split(".")
             node = data
@@ -222,15 +218,6 @@ NON_SEMANTIC: tuple[str, ...] = (
 )
 """Recipe keys that name, place or log a run, load the code its names refer to, or only check its
 inputs early, but do not change what it computes."""
-
-RECIPE_KEYS_ADDED_LATER: dict[str, Any] = {"evaluation.runtime": "torch"}
-"""Recipe keys (``section.key``) added after studies were recorded: left out of the fingerprint
-at their default."""
-
-SPLIT_KEYS_ADDED_LATER: dict[str, Any] = {"ids_file": None}
-"""DataSpec keys added after studies were recorded: left out of the fingerprint at their default,
-so finished sweep stages keep their keys (and resume) across the upgrade."""
-
 
 def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "--set") -> dict[str, Any]:
     """Apply ``a.b.c=value`` overrides (YAML-parsed values) to a nested dict, in place."""

@@ -21,6 +21,7 @@ from typing import Any, get_args, get_origin
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from srnet.compat import without_defaults
 from srnet.config import Recipe, apply_overrides, parse_override, recipe_from_dict, set_dotted
 from srnet.errors import SrnetError
 from srnet.experiments.refs import intermediate_refs, resolve_gathered_refs, resolve_refs, stage_refs
@@ -301,8 +302,8 @@ def key_params(stage, params: dict[str, Any]) -> dict[str, Any]:
     """The parameters a stage's key depends on: not the non-semantic ones, nor one added later
     while it holds its default."""
     model = stage.params_model
-    return {k: v for k, v in params.items()
-            if k not in model.non_semantic and not (k in model.added_later and v == model.added_later[k])}
+    semantic = {k: v for k, v in params.items() if k not in model.non_semantic}
+    return without_defaults(semantic, model.added_later)
 
 
 def _params(stage, raw: dict[str, Any], where: str) -> dict[str, Any]:

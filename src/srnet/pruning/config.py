@@ -36,6 +36,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from srnet.compat import PARAMS_ADDED_LATER, drop_defaults
 from srnet.models import ALL_ROLES, DEFAULT_ROLES, GRANULARITIES
 from srnet.pruning.registry import METHODS, available_methods, method_help
 from srnet.sparsity.schedules import CubicSchedule, FixedSchedule, Schedule
@@ -112,10 +113,6 @@ method owned its ``params`` (issue 18), with their defaults then.  ``imp`` and `
 sub-sections holding their method's settings; every other key was one setting.  The old
 spelling is read through this table, and fingerprints are taken in this layout (see
 :meth:`PruningConfig.semantic_dict`), so recorded runs and sweep stages keep their keys."""
-
-PARAMS_ADDED_LATER: dict[str, Any] = {"mask_reach": None}
-"""Method parameters added after studies were recorded: left out of the fingerprint at their
-default, so finished sweep stages keep their keys."""
 
 LEGACY_REJECTED: dict[str, Any] = {"freeze_weights": True, "importance": "gradient"}
 """Old flat settings that the flat config refused for a method without them (``freeze_weights``
@@ -327,9 +324,7 @@ class PruningConfig(BaseModel):
                 data[key] = {name: params.pop(name, value) for name, value in default.items()}
             else:
                 data[key] = params.pop(key, default)
-        for key, default in PARAMS_ADDED_LATER.items():
-            if key in params and params[key] == default:
-                del params[key]  # a recipe that does not use it keeps its fingerprint
+        drop_defaults(params, PARAMS_ADDED_LATER)  # a recipe that does not use it keeps its key
         if params:
             data["params"] = params
         return data
