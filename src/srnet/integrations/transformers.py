@@ -48,7 +48,8 @@ from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
 from srnet.export import bake_masks, export_model
 from srnet.io import first_line
-from srnet.losses import EXTRA_KEYS, build_loss
+from srnet.losses import build_loss
+from srnet.models.loading import generic_label_names
 from srnet.pruning import build_method
 from srnet.pruning.base import Calibration, PruningMethod
 from srnet.pruning.config import PruningConfig
@@ -56,6 +57,7 @@ from srnet.pruning.lifecycle import attach
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
 from srnet.training.data import model_inputs
 from srnet.training.objectives import Standard, loss_backward
+from srnet.training.objectives.base import loss_extras, with_penalty
 
 STATE_FILE = "srnet_state.safetensors"
 METHOD_FILE = "srnet_method.pt"
@@ -124,6 +126,7 @@ class SrnetTrainer(Trainer):
     def _attach(self, steps: int) -> None:
         if self.method.targets:  # a second train() on the same trainer
             return
+
         def calibration() -> Calibration:  # e.g. omp with gradient importance: the first batches
             self.model.to(self.args.device)
             batches = (self._prepare_inputs(batch) for batch in self.get_train_dataloader())
@@ -152,19 +155,15 @@ class SrnetTrainer(Trainer):
     # ------------------------------------------------------------------ the step
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
         """The srnet loss (+ the method's penalty) in training; cross-entropy in evaluation."""
-        labels = inputs.pop("labels", None)
+        labels = inputs.get("labels")
         if labels is None:
             raise SrnetError("SrnetTrainer: a batch without labels (the dataset needs a 'label' column)")
-        extras = {key: inputs.pop(key) for key in EXTRA_KEYS if key in inputs}
-        unwrapped = self.accelerator.unwrap_model(model)
-        outputs = model(**model_inputs(unwrapped, inputs))
+        outputs = model(**model_inputs(self.accelerator.unwrap_model(model), inputs))
         logits = outputs.logits.float()
         if model.training:
             progress = min(1.0, self.state.global_step / max(1, self.state.max_steps))
-            loss = self.srnet_loss(logits, labels, extras, progress)
-            penalty = self.method.penalty()
-            if penalty is not None:
-                loss = loss + penalty
+            loss = with_penalty(self.srnet_loss(logits, labels, loss_extras(inputs), progress),
+                                self.method.penalty)
         else:
             loss = F.cross_entropy(logits, labels)
         return (loss, outputs) if return_outputs else loss
@@ -214,18 +213,18 @@ class SrnetTrainer(Trainer):
         output_dir = output_dir if output_dir is not None else self.args.output_dir
         if not self.args.should_save:
             return
-        self._freeze()
-        masks = self.method.masks()
+        masks = self.masks()
+        baked = bake_masks(self.model, masks)
         folder = Path(output_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        bake_masks(self.model, masks).save_pretrained(folder)
+        baked.save_pretrained(folder)
         if self.processing_class is not None:
             self.processing_class.save_pretrained(folder)
         torch.save(self.args, folder / "training_args.bin")
         state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
         save_file(state, str(folder / STATE_FILE))
         torch.save(self.method.state_dict(), folder / METHOD_FILE)
-        save_masks(folder / MASKS_FILE, masks, self.mask_metadata(masks))
+        save_masks(folder / MASKS_FILE, masks, self.mask_metadata(masks, baked))
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
         folder = Path(resume_from_checkpoint)
@@ -265,16 +264,16 @@ class SrnetTrainer(Trainer):
         self._freeze()
         return self.method.masks()
 
-    def mask_metadata(self, masks: Mapping[str, torch.Tensor]) -> MaskMetadata:
+    def mask_metadata(self, masks: Mapping[str, torch.Tensor], baked: torch.nn.Module) -> MaskMetadata:
         """What a mask file of this trainer records (method, base model and its fingerprint,
-        granularity, target sparsity, the trained weights' digest)."""
+        granularity, target sparsity, the digest of ``baked``: the model with the masks baked in)."""
         return MaskMetadata(
             method=self.pruning_config.method,
             base_model=str(getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__),
             base_model_fingerprint=model_fingerprint(self.model, list(masks)),
             granularity=self.method.granularity,
             target_sparsity=self.pruning_config.sparsity,
-            trained_digest=weights_digest(bake_masks(self.model, masks)),
+            trained_digest=weights_digest(baked),
         )
 
     def export(self, out: str | Path, *, shrink: bool = False, onnx: bool = False,
@@ -290,9 +289,10 @@ class SrnetTrainer(Trainer):
                     "loss": {"name": self.srnet_loss.name, "params": self.srnet_loss.params.model_dump()},
                     "trainer": {"learning_rate": self.args.learning_rate, "max_steps": self.state.max_steps,
                                 "seed": self.args.seed}}
+        baked = bake_masks(self.model, masks)  # once: the export saves it and the metadata digests it
         return export_model(self.model, masks, self.processing_class, out,
-                            metadata=self.mask_metadata(masks) if masks else None, overwrite=overwrite,
-                            shrink=shrink, onnx=onnx, quantize=quantize, recipe=settings)
+                            metadata=self.mask_metadata(masks, baked) if masks else None, overwrite=overwrite,
+                            shrink=shrink, onnx=onnx, quantize=quantize, baked=baked, recipe=settings)
 
 
 class _MethodSteps(TrainerCallback):
@@ -359,5 +359,5 @@ def _label_names(model) -> list[str] | None:
     """The model's label names in class order, unless they are transformers' placeholders."""
     id2label = getattr(model.config, "id2label", None) or {}
     names = [id2label[i] for i in sorted(id2label)]
-    return None if all(name == f"LABEL_{i}" for i, name in enumerate(names)) else names
+    return None if generic_label_names(names) else names
 

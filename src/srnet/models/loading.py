@@ -171,9 +171,9 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     if labels is not None:
         labels = list(labels)
         head = [str(config.id2label[i]) for i in range(config.num_labels)] if _has_head(config) else None
-        if head is None or (_generic(head) and len(head) != len(labels)):
+        if head is None or (generic_label_names(head) and len(head) != len(labels)):
             kwargs["ignore_mismatched_sizes"] = True
-        elif not _generic(head):
+        elif not generic_label_names(head):
             order = _head_order(name, head, labels)
         kwargs |= {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
                    "label2id": {label: i for i, label in enumerate(labels)}}
@@ -230,7 +230,8 @@ def _has_head(config) -> bool:
     return any(a.endswith("ForSequenceClassification") for a in (config.architectures or []))
 
 
-def _generic(names: list[str]) -> bool:
+def generic_label_names(names: list[str]) -> bool:
+    """Whether ``names`` are transformers' placeholders (LABEL_0, LABEL_1, ...)."""
     return all(re.fullmatch(r"LABEL_\d+", n) for n in names)
 
 

