@@ -25,9 +25,9 @@ from pathlib import Path
 
 from srnet import api
 from srnet.console import quiet_libraries
-from srnet.experiments.bias_fit import fit_bias
 from srnet.experiments.demo import demo_recipe
-from srnet.report import format_table
+from srnet.experiments.verbs.bias_fit import fit_bias
+from srnet.reporting.render import format_table
 
 
 def main() -> None:

@@ -69,7 +69,7 @@ def time_steps(args: argparse.Namespace) -> None:
 
 def compare_demos(output_dir: Path) -> None:
     from srnet import api
-    from srnet.experiments.aggregate import find_runs, group_runs, load_run, sections
+    from srnet.reporting.aggregate import find_runs, group_runs, load_run, sections
 
     rows: dict[str, dict[str, str]] = {}
     for name, overrides in DEMO_OVERRIDES.items():

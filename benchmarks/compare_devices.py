@@ -13,9 +13,9 @@ import argparse
 import statistics
 from pathlib import Path
 
-from srnet.experiments.aggregate import Run, find_runs, group_runs, load_run, run_values, sections
-from srnet.experiments.study_report.base import RunSet
-from srnet.experiments.study_report.easy_hard import easy_hard_split
+from srnet.reporting.aggregate import Run, find_runs, group_runs, load_run, run_values, sections
+from srnet.reporting.study.base import RunSet
+from srnet.reporting.study.easy_hard import easy_hard_split
 
 
 def load(folder: Path) -> dict[Path, Run]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from srnet.report import new_figure, save_figure
+from srnet.reporting.render import new_figure, save_figure
 
 OLD_SCHEDULE = {  # docs/studies/structured_cpu.md: (removed, speedup at batch 32, MNLI-m); dense 0.612
     "mask_train + recovery, CE": [(0.3, 1.28, 0.477), (0.5, 1.99, 0.440), (0.7, 2.51, 0.372)],

@@ -21,7 +21,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from srnet.experiments.aggregate import (
+from srnet.reporting.aggregate import (
     DENSE,
     Group,
     Section,
@@ -31,8 +31,8 @@ from srnet.experiments.aggregate import (
     run_values,
     sections,
 )
-from srnet.experiments.study_report.base import RunSet
-from srnet.experiments.study_report.easy_hard import easy_hard_split
+from srnet.reporting.study.base import RunSet
+from srnet.reporting.study.easy_hard import easy_hard_split
 
 
 def mean_std(values: list[float]) -> str:

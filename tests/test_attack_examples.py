@@ -14,8 +14,8 @@ from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import AttackOutcome
 from srnet.evaluation.attacks.text import Words
-from srnet.experiments.attack_examples import render_examples
-from srnet.experiments.stages import get_stage
+from srnet.experiments.sweep.stages import get_stage
+from srnet.experiments.verbs.attack_examples import render_examples
 from srnet.tasks.base import Example
 
 SENTENCES = [

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from conftest import merge, tiny_recipe
 from srnet import api
 from srnet.errors import SrnetError
-from srnet.experiments.predict import predict_run_split
+from srnet.experiments.verbs.split_predictions import predict_run_split
 from srnet.tasks import generate_synthetic
 from srnet.training.objectives import build_objective
 

@@ -187,7 +187,7 @@ def test_ctrl_c_message_on_its_own_line(capsys, monkeypatch):
         bar.update(3)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("srnet.cli.cmd_info", interrupted)
+    monkeypatch.setattr("srnet.cli.runs.cmd_info", interrupted)
     code, _, err = run_cli(capsys, "info")
     assert code == 130 and err.splitlines()[-1].startswith("interrupted:")
 
@@ -308,7 +308,7 @@ def test_real_hans_subsample_has_500_per_cell(shared_data):
 
 
 def test_run_paths_are_checked_before_anything_loads(tmp_path, tiny_model_dir, monkeypatch):
-    import srnet.experiments.task_run as task_run
+    import srnet.experiments.run.task as task_run
     from conftest import synthetic_split
     from srnet import api
 

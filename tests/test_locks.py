@@ -15,7 +15,7 @@ import yaml
 
 from conftest import synthetic_split as synthetic
 from srnet import api
-from srnet.experiments import locks
+from srnet.experiments.sweep import locks
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -238,7 +238,7 @@ def test_bad_extras_are_rejected(name, extras, progress, message):
 
 
 def test_a_loss_typo_in_a_late_sweep_stage_is_refused_when_the_sweep_is_planned(tmp_path):
-    from srnet.experiments.sweep import plan_sweep
+    from srnet.experiments.sweep.plan import plan_sweep
 
     base = {"task": "nli", "data": {"train": {"path": "x.jsonl"}}}
     sweep = {"name": "s", "output_dir": str(tmp_path / "out"), "base": base,

@@ -140,7 +140,7 @@ def test_a_run_at_chance_on_its_id_split_is_flagged(tmp_path):
     metrics = api.run(lost).metrics
     block = metrics["id"]["synthetic_dev"]
     assert block["near_chance"] and block["collapsed"] and block["majority"]["label"] == "entailment"
-    from srnet.report import collapse_warnings
+    from srnet.reporting.render import collapse_warnings
     (warning,) = collapse_warnings(metrics)
     assert warning.startswith("COLLAPSED: lost is at chance on ID split synthetic_dev")
 

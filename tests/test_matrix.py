@@ -26,7 +26,7 @@ from conftest import synthetic_split as synthetic
 from srnet import api, load_model
 from srnet.bias import write_bias_predictions, write_difficulty
 from srnet.evaluation.predict import predict_logits, softmax
-from srnet.experiments import task_run as run_module
+from srnet.experiments.run import task as run_module
 from srnet.io import atomic_write_jsonl
 from srnet.losses import LOSSES as LOSS_REGISTRY
 from srnet.pruning import LearnedMaskMethod, OneShotMethod, available_methods, get_method

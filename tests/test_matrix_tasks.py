@@ -30,13 +30,13 @@ import pytest
 import torch
 from transformers import AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer
 
-import srnet.experiments.finish as finish_module
+import srnet.experiments.run.finish as finish_module
 from srnet import api
 from srnet.config import load_recipe
 from srnet.evaluation.attacks import AttackOutcome, available_attacks
 from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits, softmax
-from srnet.experiments.run import RUN_KINDS  # importing run registers the built-in kinds
+from srnet.experiments.run.driver import RUN_KINDS  # importing run registers the built-in kinds
 from srnet.models import ENCODER_ROLES, load_classifier, load_tokenizer
 from srnet.pruning import LearnedMaskMethod, get_method
 from srnet.sparsity.mask_io import expand_masks, load_masks, save_masks

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from srnet.config import load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
-from srnet.experiments.sweep import load_sweep, plan_sweep
+from srnet.experiments.sweep.plan import load_sweep, plan_sweep
 from srnet.pruning import (
     METHODS,
     Dense,

@@ -8,7 +8,7 @@ import torch
 
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import sparsity_table
-from srnet.report import (
+from srnet.reporting.render import (
     Curve,
     Panel,
     format_table,

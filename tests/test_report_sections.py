@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from srnet.experiments.study_report import (
+from srnet.reporting.study import (
     SECTIONS,
     Part,
     RunSet,
@@ -23,7 +23,7 @@ from srnet.experiments.study_report import (
     register_section,
     write_report,
 )
-from srnet.experiments.study_report.base import ordered
+from srnet.reporting.study.base import ordered
 from srnet.sparsity.mask_io import MaskMetadata, save_masks
 
 REPO = Path(__file__).resolve().parents[1]

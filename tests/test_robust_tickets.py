@@ -12,7 +12,7 @@ import yaml
 from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.errors import SrnetError
-from srnet.experiments.study_report import write_report
+from srnet.reporting.study import write_report
 from srnet.sparsity.mask_io import load_masks
 from srnet.sparsity.tickets import load_scores
 

@@ -131,7 +131,7 @@ def test_overwrite_swaps_in_only_a_completed_run(tmp_path, tiny_model_dir, monke
     def broken(*args, **kwargs):
         raise RuntimeError("disk on fire")
 
-    import srnet.experiments.task_run as run_module
+    import srnet.experiments.run.task as run_module
 
     with monkeypatch.context() as patch:
         patch.setattr(run_module, "evaluate_splits", broken)

@@ -37,7 +37,7 @@ def test_ood_informed_training_mixes_relabelled_challenge_examples(tmp_path, tin
                             pruning={"method": "mask_train", "sparsity": 0.3}))
     log = [json.loads(line) for line in (result.run_dir / "log.jsonl").open()]
     assert any(e["event"] == "eval" for e in log)
-    from srnet.experiments.data import load_run_data
+    from srnet.experiments.run.data import load_run_data
     from srnet.tasks import get_task
 
     data = load_run_data(api.as_recipe(recipe(tmp_path, tiny_model_dir, "x",
@@ -195,7 +195,7 @@ def test_rows_without_gold_label_are_counted_in_metrics(tmp_path, tiny_model_dir
 
 def test_git_commit_falls_back_to_the_launchers_name(monkeypatch):
     """A copy of the code without ``.git`` (a remote machine) records the commit its launcher names."""
-    from srnet.experiments import rundir
+    from srnet.rundir import layout as rundir
 
     def no_git(*args, **kwargs):
         raise OSError("git: not found")

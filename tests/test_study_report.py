@@ -13,7 +13,7 @@ import yaml
 
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.experiments.aggregate import (
+from srnet.reporting.aggregate import (
     find_runs,
     group_runs,
     load_run,
@@ -21,7 +21,7 @@ from srnet.experiments.aggregate import (
     sections,
     split_grid_points,
 )
-from srnet.experiments.study_report import write_report
+from srnet.reporting.study import write_report
 from srnet.sparsity.mask_io import MaskMetadata, save_masks
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -371,7 +371,7 @@ def test_runs_that_differ_in_more_than_the_seed_are_never_pooled(tmp_path):
 def test_seeds_written_by_two_sweep_folders_pool_and_other_settings_split():
     """A stage-run path compares by stage: seeds whose sweep wrote to different folders (a copy run on
     another machine) are one configuration; a different learning rate still sets runs apart."""
-    from srnet.experiments.aggregate import Run, split_recipes
+    from srnet.reporting.aggregate import Run, split_recipes
 
     def run(seed: int, root: str, key: str, lr: float = 1e-4) -> Run:
         recipe = {"task": "nli", "seed": seed, "output_dir": f"{root}/mask/{key}",

@@ -19,7 +19,7 @@ from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.experiments.stages import Stage, register_stage
+from srnet.experiments.sweep.stages import Stage, register_stage
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -381,7 +381,7 @@ def test_a_stage_another_sweep_runs_skips_its_dependants_without_crashing(tmp_pa
 
 
 def test_ray_stages_ask_for_a_gpu_where_the_cluster_has_them():
-    from srnet.experiments.execute import ray_gpus
+    from srnet.experiments.sweep.execute import ray_gpus
 
     assert ray_gpus(None, {"CPU": 16.0, "GPU": 8.0}) == 1.0  # the documented default
     assert ray_gpus(None, {"CPU": 16.0}) == 0.0  # a CPU-only cluster: no request

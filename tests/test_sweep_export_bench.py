@@ -15,8 +15,8 @@ from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.experiments.refs import resolve_gathered_refs
-from srnet.experiments.stages import run_masks
-from srnet.experiments.study_report import write_report
+from srnet.experiments.sweep.stages import run_masks
+from srnet.reporting.study import write_report
 
 
 @pytest.fixture(autouse=True)
@@ -144,8 +144,8 @@ def test_structured_study_as_one_sweep(tmp_path, tiny_model_dir):
 def test_a_parameter_added_later_leaves_recorded_stage_keys_alone():
     """``quantize`` joined the export and bench stages after studies were recorded: at its default
     it is not part of the stage key (recorded sweeps resume), set it is."""
-    from srnet.experiments.stages import get_stage
-    from srnet.experiments.sweep import key_params
+    from srnet.experiments.sweep.plan import key_params
+    from srnet.experiments.sweep.stages import get_stage
 
     export = get_stage("export")
     old = {"run": "r", "masks": None, "shrink": True, "onnx": False}

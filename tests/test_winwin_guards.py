@@ -27,7 +27,7 @@ def recipe(root, model, name, **extra) -> dict:
 @pytest.fixture
 def no_model_load(monkeypatch):
     """Fails the test if a run gets as far as loading its model."""
-    import srnet.experiments.task_run as run
+    import srnet.experiments.run.task as run
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded before the error")
@@ -182,8 +182,8 @@ def test_easy_hard_on_request_needs_a_bias_dir_and_its_files(tmp_path, tiny_mode
 
 
 def test_easy_hard_from_a_bias_fit_stage_in_a_sweep(tmp_path, tiny_model_dir):
-    from srnet.experiments.execute import execute
-    from srnet.experiments.sweep import plan_sweep
+    from srnet.experiments.sweep.execute import execute
+    from srnet.experiments.sweep.plan import plan_sweep
 
     base = {k: v for k, v in recipe(tmp_path, tiny_model_dir, "x").items() if k not in ("name", "output_dir")}
     ft = {"kind": "train", "set": {"bias_dir": "@bias_model", "evaluation.easy_hard": True}}
@@ -198,7 +198,7 @@ def test_easy_hard_from_a_bias_fit_stage_in_a_sweep(tmp_path, tiny_model_dir):
 
 
 def test_a_subset_file_selects_a_challenge_split(tmp_path, tiny_model_dir):
-    from srnet.experiments.data import load_run_data
+    from srnet.experiments.run.data import load_run_data
     from srnet.tasks import get_task
 
     dev = generate_synthetic("dev", 30, seed=0)
@@ -217,7 +217,7 @@ def test_a_subset_file_selects_a_challenge_split(tmp_path, tiny_model_dir):
 
 
 def test_results_recorded_before_the_flag_are_marked_from_their_confusion(tmp_path, tiny_model_dir):
-    from srnet.experiments.aggregate import collapsed_runs, group_runs, load_run, sections
+    from srnet.reporting.aggregate import collapsed_runs, group_runs, load_run, sections
 
     run = api.run(recipe(tmp_path, tiny_model_dir, "legacy")).run_dir
     metrics = json.loads((run / "metrics.json").read_text())

@@ -19,9 +19,9 @@ import torch
 from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.experiments.demo import DemoResult
-from srnet.experiments.execute import SweepResult
-from srnet.experiments.run import RunResult, run_recipe
-from srnet.experiments.rundir import RunDir
+from srnet.experiments.run.driver import RunResult, run_recipe
+from srnet.experiments.sweep.execute import SweepResult
+from srnet.rundir.layout import RunDir
 
 
 def run(
@@ -57,8 +57,8 @@ def demo(
     """Run the built-in demo sweep (:mod:`srnet.experiments.demo`) and its report; when it has
     already completed, return its finished result again (``overwrite`` starts it over)."""
     from srnet.experiments.demo import demo_sweep, finished_demo, summarize_demo
-    from srnet.experiments.execute import execute
-    from srnet.experiments.sweep import RECORD, plan_sweep, record_sweep
+    from srnet.experiments.sweep.execute import execute
+    from srnet.experiments.sweep.plan import RECORD, plan_sweep, record_sweep
     from srnet.models.loading import check_model_source
 
     data = demo_sweep(data_dir, output_dir, overrides, seeds)
@@ -115,8 +115,8 @@ def sweep(
     """Run a sweep file: every stage of every grid point, each unique stage once, in dependency
     order (``dry_run``: only report the plan through ``progress``).  With ``executor="ray"`` each
     stage asks Ray for ``gpus_per_stage`` GPUs (default: one where the cluster has GPUs)."""
-    from srnet.experiments.execute import check_executor, execute
-    from srnet.experiments.sweep import describe_plan, load_sweep, plan_sweep, record_sweep
+    from srnet.experiments.sweep.execute import check_executor, execute
+    from srnet.experiments.sweep.plan import describe_plan, load_sweep, plan_sweep, record_sweep
 
     check_executor(executor, workers, gpus_per_stage)  # before anything is written
     refuse_worker_reentry()
@@ -223,7 +223,7 @@ def fit_bias(
     """Fit the recipe's bias model on its training split; write ``<out>/<split>.jsonl`` bias
     predictions (the training split's out-of-fold) and ``bias_metrics.json``; return the latter
     (``srnet bias fit``)."""
-    from srnet.experiments.bias_fit import fit_bias as fit
+    from srnet.experiments.verbs.bias_fit import fit_bias as fit
 
     return fit(as_recipe(recipe, overrides), out, overwrite=overwrite)
 
@@ -238,14 +238,14 @@ def difficulty(
 ) -> Path:
     """RMC sample difficulty of the recipe's training split from several runs' training predictions
     (``srnet bias difficulty``); returns the written file."""
-    from srnet.experiments.bias_fit import write_training_difficulty
+    from srnet.experiments.verbs.bias_fit import write_training_difficulty
 
     return write_training_difficulty(as_recipe(recipe, overrides), predictions, alpha, out)
 
 
 def predict(run: str | Path, split: str, output: str | Path | None = None) -> Path:
     """Write a finished run's predictions on one of its splits (``srnet predict``); returns the file."""
-    from srnet.experiments.predict import predict_run_split
+    from srnet.experiments.verbs.split_predictions import predict_run_split
 
     return predict_run_split(run, split, output)
 
@@ -253,7 +253,7 @@ def predict(run: str | Path, split: str, output: str | Path | None = None) -> Pa
 def report(runs: Iterable[str | Path], out: str | Path | None = None, *, figures: bool = True):
     """``srnet report``: tables and figures of the runs under ``runs`` (default ``out``: ``RUN/report``
     for one folder, ``report`` otherwise); returns the report (its path, tables, figures)."""
-    from srnet.experiments.study_report import write_report
+    from srnet.reporting.study import write_report
 
     runs = list(runs)
     if out is None:
@@ -303,7 +303,7 @@ def transfer(
 ):
     """Fine-tune one mask (file or run directory) on each task recipe with the mask fixed; write
     ``out_dir/transfer.json`` (each task's scores beside the mask's pre-training dev losses)."""
-    from srnet.experiments.transfer import transfer as run_transfer
+    from srnet.experiments.verbs.transfer import transfer as run_transfer
 
     recipes = [_model_checked(as_recipe(task, overrides)) for task in tasks]
     return run_transfer(mask, recipes, out_dir=out_dir, overwrite=overwrite)
@@ -326,9 +326,9 @@ def attack(
     """Attack a run (or a model with a recipe) on one split; write ``<out>/<attack>.json`` + ``.jsonl``
     (and ``<attack>_examples.md``, the first ``examples`` successes, when ``examples`` > 0).
 
-    Returns an :class:`srnet.experiments.attack.AttackReport`; see that module for the files.
+    Returns an :class:`srnet.experiments.verbs.attack.AttackReport`; see that module for the files.
     """
-    from srnet.experiments.attack import attack_run
+    from srnet.experiments.verbs.attack import attack_run
 
     run_config = RunDir(Path(model)).config
     if recipe is None and run_config.is_file():
@@ -381,7 +381,7 @@ def export_masked(
     onnx: bool = False, quantize: str | None = None, force: bool = False,
 ) -> Path:
     """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint
-    (:func:`srnet.experiments.export_run.export_run`, which the sweep's ``export`` stage runs too).
+    (:func:`srnet.experiments.verbs.export_masked.export_run`, which the sweep's ``export`` stage runs too).
 
     ``model`` is the trained model the masks belong to (a run directory, hub id or path); None
     means the run that holds ``masks``.  Masks that record their run's trained weights
@@ -392,7 +392,7 @@ def export_masked(
     (checked against PyTorch's logits; needs ``pip install 'srnet[onnx]'``); ``quantize="int8"``
     adds ONNX Runtime's dynamic INT8 graph ``model.int8.onnx`` (compared with the FP32 one).
     """
-    from srnet.experiments.export_run import export_run
+    from srnet.experiments.verbs.export_masked import export_run
 
     return export_run(model, masks, out, overwrite=overwrite, shrink=shrink, onnx=onnx, quantize=quantize,
                       force=force)
@@ -400,9 +400,9 @@ def export_masked(
 
 def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:
     """Latency of ``models`` side by side in one process, speedups relative to the first (the
-    ``srnet bench`` verb, :func:`srnet.experiments.bench.bench`: ``omp``, ``batch_sizes``,
+    ``srnet bench`` verb, :func:`srnet.experiments.verbs.bench.bench`: ``omp``, ``batch_sizes``,
     ``lengths``, ``rounds``, ``warmup``, ``threads``, ``onnx``, ``out``)."""
-    from srnet.experiments.bench import bench as run
+    from srnet.experiments.verbs.bench import bench as run
 
     return run(list(models), **settings)
 
@@ -410,8 +410,8 @@ def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:
 def info() -> dict[str, Any]:
     """The environment a run would record (versions, device, threads) and the bundled model's
     folder (``srnet info``)."""
-    from srnet.experiments.rundir import environment
     from srnet.models.loading import default_model_path
+    from srnet.rundir.layout import environment
 
     env = environment()
     env.pop("argv", None)

@@ -130,7 +130,7 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
     """Write the demo's report (``srnet report``'s machinery) and its summary: dense CE vs the
     subnetworks, one row per configuration (mean ± std over seeds) under the primary collapse rule
     (report.md has both), collapsed configurations marked."""
-    from srnet.experiments.aggregate import (
+    from srnet.reporting.aggregate import (
         COLLAPSED,
         MASK_FLIPPED,
         MASK_JACCARD,
@@ -141,8 +141,8 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
         sections,
         split_grid_points,
     )
-    from srnet.experiments.study_report import RULE_TEXT, write_report
-    from srnet.report import format_table
+    from srnet.reporting.render import format_table
+    from srnet.reporting.study import RULE_TEXT, write_report
 
     progress("report: writing report.md and figures")
     report = write_report([out], out / "report")

@@ -1,0 +1,78 @@
+"""The ``srnet`` command. Thin: it parses arguments and calls :mod:`srnet.api`.
+
+Each sub-command is an ``add_<command>`` function (its parser) beside its ``cmd_<command>``
+handler, in the module of its group: :mod:`.runs`, :mod:`.results`, :mod:`.models`, :mod:`.bias`,
+:mod:`.masks`; :mod:`.common` holds what they share."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from srnet.cli import bias, masks, models, results, runs
+from srnet.cli.common import Parser
+from srnet.console import end_progress_bars, quiet_libraries
+from srnet.errors import SrnetError
+
+COMMANDS = (runs.add_info, runs.add_run, runs.add_sweep, runs.add_finetune, results.add_evaluate,
+            results.add_predict, results.add_attack, runs.add_demo, models.add_export, models.add_bench,
+            models.add_transfer, results.add_report, bias.add_bias, masks.add_masks)
+"""Every sub-command's parser, in the order of ``srnet --help``."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 for bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    quiet_libraries()
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    try:
+        check_input_files(args)
+        return args.func(args) or 0
+    except SrnetError as exc:
+        from srnet.io import short
+
+        end_progress_bars()
+        print(f"error: {short(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a write the library did not wrap: read-only folder, full disk...
+        from srnet.io import describe_os_error
+
+        end_progress_bars()
+        print(f"error: {describe_os_error(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        end_progress_bars()
+        print("interrupted: rerun the same command with --resume to continue", file=sys.stderr)
+        return 130
+
+
+def check_input_files(args) -> None:
+    """A recipe or sweep file that is not there is named in one line before anything heavy (torch,
+    transformers) is imported."""
+    for attr, what in (("recipe", "recipe file"), ("sweep", "sweep file")):
+        value = getattr(args, attr, None)
+        if isinstance(value, str):
+            path = Path(value)
+            if path.is_dir():
+                raise SrnetError(f"{path}: is a folder, not a {what} (give the YAML file inside it)")
+            if not path.is_file():
+                raise SrnetError(f"{path}: {what} not found")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``srnet`` parser: every sub-command of :data:`COMMANDS`."""
+    parser = Parser(
+        prog="srnet",
+        description="Find sparse and robust subnetworks inside pre-trained transformer encoders.",
+        epilog="Recipes: docs/recipes.md; the metrics.json schema: docs/run-directory.md; "
+        "examples: README.md.",
+    )
+    sub = parser.add_subparsers(metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return parser
+

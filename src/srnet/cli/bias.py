@@ -1,0 +1,52 @@
+"""``srnet bias``: fit a bias model, and RMC sample difficulty."""
+
+from __future__ import annotations
+
+
+def add_bias(sub) -> None:
+    """``srnet bias ACTION``."""
+    group = sub.add_parser("bias", help="bias models and sample difficulty")
+    actions = group.add_subparsers(metavar="ACTION")
+    for add in (add_fit, add_difficulty):
+        add(actions)
+
+
+def add_fit(actions) -> None:
+    p = actions.add_parser("fit", help="fit the recipe's bias model; write bias predictions per split")
+    p.add_argument("recipe")
+    p.add_argument("--out", required=True, help="folder for <split>.jsonl and bias_metrics.json")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--overwrite", action="store_true", help="replace bias predictions already in --out")
+    p.set_defaults(func=cmd_bias_fit)
+
+
+def cmd_bias_fit(args) -> int:
+    from srnet.api import fit_bias
+    from srnet.reporting.render import format_table
+
+    report = fit_bias(args.recipe, args.out, args.overrides, overwrite=args.overwrite)
+    rows = [{"split": name, "kind": kind, "accuracy": block["accuracy"]}
+            for kind in ("id", "ood") for name, block in report[kind].items()]
+    rows.insert(0, {"split": "train (out-of-fold)", "kind": "id", "accuracy": report["train_oof_accuracy"]})
+    print(format_table(rows, ["split", "kind", "accuracy"]))
+    print(f"\nwrote bias predictions to {args.out}")
+    return 0
+
+
+def add_difficulty(actions) -> None:
+    p = actions.add_parser("difficulty", help="RMC difficulty from several runs' training predictions")
+    p.add_argument("recipe", help="recipe naming the training split")
+    p.add_argument("--predictions", nargs="+", required=True,
+                   help="predictions/train.jsonl files (or run dirs) of models at several sparsities")
+    p.add_argument("--alpha", type=float, default=0.2, help="lowest difficulty (default 0.2)")
+    p.add_argument("--out", required=True, help="difficulty JSON Lines file to write")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_bias_difficulty)
+
+
+def cmd_bias_difficulty(args) -> int:
+    from srnet.api import difficulty
+
+    path = difficulty(args.recipe, args.predictions, args.out, args.overrides, alpha=args.alpha)
+    print(f"wrote {path}")
+    return 0

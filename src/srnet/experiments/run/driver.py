@@ -1,0 +1,104 @@
+"""Run one recipe end to end: check it, prepare its run kind, write the run directory.
+
+``run_recipe`` is what ``srnet run``, ``srnet finetune`` and ``srnet demo`` call.  What happens
+in between is the task's run kind's (:mod:`srnet.experiments.run.kinds`): ``task``
+(:mod:`~srnet.experiments.run.task`) or ``text`` (:mod:`~srnet.experiments.run.tamt`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from srnet.config import Recipe, dump_recipe, load_recipe
+from srnet.errors import SrnetError
+from srnet.experiments.refs import stage_refs
+from srnet.experiments.run import task as task_run  # noqa: F401  (registers the run kinds)
+from srnet.experiments.run.kinds import RUN_KINDS
+from srnet.io import atomic_write_json, atomic_write_text
+from srnet.rundir.layout import RunDir, environment
+from srnet.tasks import get_task
+from srnet.training.loop import is_main_process
+
+log = logging.getLogger("srnet.run")
+
+
+@dataclass
+class RunResult:
+    """What a finished run produced."""
+
+    run_dir: Path
+    metrics: dict = field(default_factory=dict)
+
+
+def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False) -> RunResult:
+    """Execute ``recipe`` and write its run directory; returns the directory and metrics.
+
+    Nothing is created or deleted until the recipe is fully checked (the run kind's
+    ``prepare``).  With ``overwrite`` the new run is written into a hidden sibling folder and
+    swapped in only once it has completed, so a failed or killed new run leaves the old one intact.
+    """
+    target = RunDir(Path(recipe.output_dir) / recipe.name)
+    task = get_task(recipe.task)
+    if is_main_process():
+        note = target.recover()
+        if note:
+            log.warning("%s", note)
+    check_runnable(recipe, target, resume=resume, overwrite=overwrite)
+    main = is_main_process()  # multi-process runs: only rank 0 writes the run directory
+    kind = RUN_KINDS.get(task.run_kind)()
+    prepared = kind.prepare(recipe, task)
+    run = target.staging() if overwrite else target
+    if main:
+        if overwrite:
+            shutil.rmtree(run.root, ignore_errors=True)
+        run.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(run.config, dump_recipe(recipe))
+        atomic_write_json(run.environment, environment())
+    metrics = kind.execute(recipe, prepared, run, resume=resume and not overwrite, main=main)
+    if overwrite and main:
+        run.replace(target)
+    return RunResult(target.root, metrics)
+
+
+def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool) -> None:
+    """Refuse, before any work, what would waste or destroy a run."""
+    data = recipe.data
+    if not (data.train or data.dev or data.eval or data.challenge):
+        raise SrnetError("nothing to do: the recipe names no data.train, dev, eval or challenge split")
+    refs = stage_refs(recipe.model_dump(mode="json"))
+    if refs:
+        raise SrnetError(f"'@{sorted(refs)[0]}' names a sweep stage: stage references work in sweep "
+                         "files (srnet sweep); a plain run needs a path")
+    init_from = recipe.model.init_from
+    if init_from and Path(init_from).resolve() == run.root.resolve():
+        raise SrnetError(f"run '{recipe.name}' would overwrite {run.root}, the run it starts from")
+    if init_from and not RunDir(Path(init_from)).model.is_dir():
+        raise SrnetError(f"model.init_from: {init_from} is not a finished srnet run (no model/ folder)")
+    dense_metrics = RunDir(Path(recipe.dense_reference)).metrics if recipe.dense_reference else None
+    if dense_metrics is not None and not dense_metrics.is_file():
+        raise SrnetError(f"dense_reference: {dense_metrics} not found")
+    check_output_folder(run.root)
+    recipe.pruning.check_inputs()  # e.g. fixed: its mask file exists
+    run.check_free(resume=resume, overwrite=overwrite)
+    if overwrite:
+        return
+    if resume and run.complete:
+        raise SrnetError(f"{run.root} is already complete (metrics.json exists); nothing to resume")
+    if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
+        raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
+
+
+def check_output_folder(folder: Path) -> None:
+    """The run folder can be created and written: no file on its path, and the nearest existing
+    folder above it writable (checked before any data or model loads)."""
+    for parent in [folder, *folder.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SrnetError(f"output_dir: cannot create {folder}: {parent} is a file")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise SrnetError(f"output_dir: cannot write in {parent} (permission denied)")
+            return

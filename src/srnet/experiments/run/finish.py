@@ -1,0 +1,118 @@
+"""The end of every run, whatever its kind: mask movement, masks and scores, the exported model,
+``metrics.json`` (written last: its presence means 'complete') and the checkpoints' removal."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from srnet.config import Recipe
+from srnet.evaluation.mask_analysis import mask_movement, sparsity_table, unmoved_warning
+from srnet.export import export_model
+from srnet.io import atomic_write_json
+from srnet.models import DEFAULT_ROLES, classify_weight, find_prunable
+from srnet.pruning.base import PruningMethod
+from srnet.reporting.render import plot_sparsity_heatmap
+from srnet.rundir.layout import RunDir
+from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
+from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
+
+Masks = dict[str, torch.Tensor]
+
+
+@dataclass
+class Outcome:
+    """What a run kind hands to :func:`finish_run` once it has trained and evaluated."""
+
+    recipe: Recipe
+    run: RunDir
+    method: PruningMethod
+    source: str
+    """The model the run started from (a name or path)."""
+    masked: nn.Module
+    """The trained model with its masks attached (fp32)."""
+    baked: nn.Module
+    """``masked`` with its masks multiplied into the weights (``masked`` itself when unmasked)."""
+    masks: Masks | None
+    tokenizer: object
+    metrics: dict
+    started: float
+    """``time.perf_counter()`` when the run began."""
+    owns_weights: bool = True
+    """Whether the masks belong to this run's trained weights (``trained_digest`` recorded, so
+    ``srnet export`` refuses another model); false for masks meant to move to other models (TAMT)."""
+
+
+def finish_run(outcome: Outcome) -> dict:
+    """Record the mask's movement, save the masks (and scores), export the baked model, write
+    ``metrics.json`` and remove the checkpoints; returns the metrics."""
+    recipe, run, method, masks, metrics = (outcome.recipe, outcome.run, outcome.method,
+                                           outcome.masks, outcome.metrics)
+    budget = method.mask_budget()
+    if budget is not None:
+        metrics["mask_budget"] = budget
+    record_mask_movement(recipe, run, method, masks, metrics)
+    metadata = mask_metadata(recipe, method, outcome.source, outcome.masked, masks) if masks else None
+    if metadata is not None and outcome.owns_weights:
+        metadata.trained_digest = weights_digest(outcome.baked)
+    if masks:
+        save_masks(run.masks, masks, metadata)
+        scores = method.scores()
+        if scores:
+            save_scores(run.root / SCORES_FILENAME, scores, metadata)
+        if any(layer is not None for _, layer in map(classify_weight, masks)):
+            plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
+    export_model(outcome.masked, masks or {}, outcome.tokenizer, run.model, metadata=metadata,
+                 overwrite=True, baked=outcome.baked, metrics=metrics, recipe=recipe.model_dump(mode="json"))
+    metrics["time_s"] = round(time.perf_counter() - outcome.started, 1)
+    atomic_write_json(run.metrics, metrics)
+    shutil.rmtree(run.checkpoints, ignore_errors=True)
+    return metrics
+
+
+def mask_metadata(recipe: Recipe, method: PruningMethod, source: str, model: nn.Module,
+                  masks: Masks) -> MaskMetadata:
+    """What a mask file of this run records: method, base model and its fingerprint over the
+    masked weights, the recipe's fingerprint, granularity and target sparsity."""
+    cfg = recipe.pruning
+    return MaskMetadata(
+        method=cfg.method,
+        base_model=source,
+        base_model_fingerprint=model_fingerprint(model, list(masks)),
+        recipe_hash=recipe.fingerprint(),
+        granularity=method.granularity,  # fixed: its mask's
+        target_sparsity=cfg.sparsity,
+    )
+
+
+def sparsity_block(masks: Masks | None, target: float, model: nn.Module) -> dict:
+    """Sparsity of the applied masks; without masks, the measured zeros of the prunable weights
+    (so evaluating an exported subnetwork reports its real sparsity)."""
+    if masks:
+        return {**sparsity_table(masks).as_dict(), "target": target, "measured_from": "masks"}
+    zeros = {w.name: w.module.weight.detach() != 0 for w in find_prunable(model, DEFAULT_ROLES)}
+    return {**sparsity_table(zeros).as_dict(), "target": None, "measured_from": "weights"}
+
+
+def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, masks: Masks | None,
+                         metrics: dict) -> None:
+    """``metrics["mask_movement"]`` for a method that learns its mask, and a log entry; one
+    warning line when the mask did not move from its start."""
+    start = method.start_masks() if masks else None
+    if start is None:
+        return
+    movement = metrics["mask_movement"] = mask_movement(start, masks)
+    entry = {"event": "mask_movement", "flipped": movement["flipped"], "jaccard": movement["jaccard"]}
+    warning = unmoved_warning(recipe.name, method.start_name, movement,
+                              "pruning.params.mask_lr (or use mask_lr: auto)")
+    if warning is not None:
+        entry["warning"] = warning
+        logging.getLogger("srnet.run").warning(warning)
+    with run.log.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")

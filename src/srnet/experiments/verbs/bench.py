@@ -1,0 +1,295 @@
+"""``srnet bench``: inference latency of dense, shrunk and unstructured-sparse models, side by side.
+
+All models run in one process on the same inputs.  After a warm-up, each round times one forward
+pass of every model, in an order that rotates from round to round (interleaving spreads the
+noise of a shared machine over all models); a model's latency is its median over the rounds.
+With ``onnx``, every model is also exported to ONNX and its ONNX Runtime session joins the same
+rounds, so PyTorch and ONNX Runtime latencies come from one interleaved run.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from srnet.errors import SrnetError
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A model to time, under a short label."""
+
+    label: str
+    model: nn.Module
+    onnx: bool = True
+    """Whether ``--onnx`` exports it too (sparse-CSR models cannot be exported)."""
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+
+def load_candidate(name: str) -> Candidate:
+    """A run directory (its ``model/``), an srnet export (shrunk or not) or any classifier."""
+    from srnet.export import EXPORT_INFO_FILENAME, load_model
+    from srnet.models.loading import load_classifier
+    from srnet.rundir.layout import RunDir
+
+    run_model = RunDir(Path(name)).model
+    source = run_model if run_model.is_dir() else Path(name)
+    if (source / EXPORT_INFO_FILENAME).is_file():
+        return Candidate(name, load_model(source))
+    return Candidate(name, load_classifier(name).eval())
+
+
+class CsrLinear(nn.Module):
+    """A linear layer whose (pruned) weight is stored and multiplied as a torch sparse-CSR matrix."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        weight, bias = linear.weight.detach(), linear.bias
+        self.weight = nn.Parameter(weight.to_sparse_csr(), requires_grad=False)
+        self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # W @ x^T as sparse x dense (F.linear with a CSR weight fails under inference_mode)
+        out = torch.sparse.mm(self.weight, x.reshape(-1, x.shape[-1]).T).T
+        out = out if self.bias is None else out + self.bias
+        return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def to_csr(model: nn.Module, masks: Sequence[str] | dict[str, Any]) -> nn.Module:
+    """``model`` with every masked linear layer (the keys of ``masks``) as a :class:`CsrLinear`."""
+    for name in masks:
+        parent, _, child = name.rpartition(".")
+        owner = model.get_submodule(parent) if parent else model
+        setattr(owner, child, CsrLinear(getattr(owner, child)))
+    return model
+
+
+def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate]:
+    """OMP of ``base`` at each sparsity: head+neuron masks shrunk, and unstructured masks baked
+    into dense weights (which dense kernels run at full cost) and, the same weights, multiplied as
+    torch sparse-CSR matrices (PyTorch's sparse kernels; no ONNX export)."""
+    from srnet.export import bake_masks, shrink_model
+    from srnet.pruning import build_method
+    from srnet.pruning.config import PruningConfig
+    from srnet.pruning.lifecycle import prune
+
+    out = []
+    for sparsity in sparsities:
+        for granularity in ("head+neuron", "unstructured"):
+            model = copy.deepcopy(base.model)
+            # one-shot OMP through the pruning lifecycle's verb (the API's prune_ sits above)
+            method = build_method(PruningConfig(method="omp", granularity=granularity, sparsity=sparsity), 0)
+            masks = prune(method, model)
+            if granularity == "unstructured":
+                baked = bake_masks(model, masks).eval()
+                out.append(Candidate(f"omp {sparsity:.0%} unstructured", baked))
+                out.append(Candidate(f"omp {sparsity:.0%} unstructured, torch CSR",
+                                     to_csr(copy.deepcopy(baked), masks), onnx=False))
+            else:
+                out.append(Candidate(f"omp {sparsity:.0%} heads+neurons, shrunk",
+                                     shrink_model(model, masks).eval()))
+    return out
+
+
+def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) -> list[list[float]]:
+    """Seconds of every timed round of each zero-argument callable, interleaved after ``warmup``
+    calls each; the call order rotates from round to round."""
+    times: list[list[float]] = [[] for _ in calls]
+    with torch.inference_mode():
+        for call in calls:
+            for _ in range(warmup):
+                call()
+        for r in range(rounds):
+            for i in [(r + k) % len(calls) for k in range(len(calls))]:
+                start = time.perf_counter()
+                calls[i]()
+                times[i].append(time.perf_counter() - start)
+    return times
+
+
+SPREAD_WARNING = 0.25
+"""A cell whose rounds differ by more than this fraction of its median is reported as unsteady."""
+
+
+def bench_warnings(rows: Sequence[dict[str, Any]], load: float | None, cpus: int) -> list[str]:
+    """One line for a machine busier than its cores (load average), one for unsteady cells."""
+    warnings = []
+    if load is not None and load > cpus:
+        warnings.append(f"the machine is busy (load average {load:.2f} on {cpus} cores): timings are "
+                        "unreliable; rerun on idle cores")
+    unsteady = [r for r in rows if r["spread"] > SPREAD_WARNING]
+    if unsteady:
+        worst = max(unsteady, key=lambda r: r["spread"])
+        warnings.append(f"{len(unsteady)} of {len(rows)} cells vary by more than {SPREAD_WARNING:.0%} "
+                        f"across rounds (worst: {worst['model']}, batch {worst['batch']}, length "
+                        f"{worst['length']}: {worst['spread']:.0%}); add rounds or idle the machine")
+    return warnings
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def onnx_sessions(candidates: Sequence[Candidate],
+                  quantize: str | None = None) -> list[list[tuple[str, Any]]]:
+    """Per candidate, its (runtime, ONNX Runtime session) pairs at torch's thread count: the FP32
+    graph, checked against the PyTorch model's logits (:func:`srnet.export.onnx.check_onnx`), and
+    with ``quantize`` its INT8 graph (``onnxruntime-int8``); none for a candidate that cannot be
+    exported (``Candidate.onnx`` false)."""
+    from srnet.export.onnx import checked_graph
+
+    sessions: list[list[tuple[str, Any]]] = []
+    for c in candidates:
+        if not c.onnx:
+            sessions.append([])
+            continue
+        checked = checked_graph(c.model, quantize, torch.get_num_threads())
+        pairs = [("onnxruntime", checked.session)]
+        if checked.int8_session is not None:
+            pairs.append((f"onnxruntime-{quantize}", checked.int8_session))
+        sessions.append(pairs)
+    return sessions
+
+
+def bench(
+    models: Sequence[str],
+    *,
+    omp: Sequence[float] = (),
+    batch_sizes: Sequence[int] = (1, 32),
+    lengths: Sequence[int] = (64, 128),
+    rounds: int = 10,
+    warmup: int = 2,
+    threads: int | None = None,
+    onnx: bool = False,
+    quantize: str | None = None,
+    out: str | Path | None = None,
+) -> dict[str, Any]:
+    """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
+    load ``models`` (the first is the baseline), add OMP variants of the first at ``omp``
+    sparsities, time them all under :func:`run_bench` with ``threads`` torch threads (restored
+    afterwards: a sweep worker runs further stages) and write the result to ``out`` when given."""
+    from srnet.export.onnx import check_quantize, require_onnx
+    from srnet.io import atomic_write_json
+
+    check_quantize(quantize, onnx)
+    if onnx:
+        require_onnx()  # before any model is loaded
+    before = torch.get_num_threads()
+    try:
+        if threads:
+            torch.set_num_threads(threads)
+        candidates = [load_candidate(name) for name in models]
+        candidates += omp_variants(candidates[0], omp)
+        result = run_bench(candidates, batch_sizes, lengths, rounds, warmup, onnx=onnx, quantize=quantize)
+    finally:
+        torch.set_num_threads(before)
+    if out is not None:
+        atomic_write_json(out, result)
+    return result
+
+
+def run_bench(
+    candidates: Sequence[Candidate],
+    batch_sizes: Sequence[int] = (1, 32),
+    lengths: Sequence[int] = (64, 128),
+    rounds: int = 10,
+    warmup: int = 2,
+    onnx: bool = False,
+    quantize: str | None = None,
+) -> dict[str, Any]:
+    """Time every candidate at every batch size x sequence length; ratios are to the first one.
+
+    With ``onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
+    same interleaved rounds (its row follows the PyTorch row; ``speedup`` is still relative to
+    the first candidate under PyTorch); with ``quantize`` its INT8 graph too.  Rows carry ``runtime``
+    ``torch``, ``onnxruntime`` or ``onnxruntime-int8``.
+    """
+    if not candidates:
+        raise SrnetError("bench needs at least one model")
+    if rounds < 1 or warmup < 0 or min(batch_sizes) < 1 or min(lengths) < 2:
+        raise SrnetError("bench: rounds, batch sizes and lengths must be positive (lengths >= 2)")
+    sessions = onnx_sessions(candidates, quantize) if onnx else None
+    vocab = int(candidates[0].model.config.vocab_size)
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for batch in batch_sizes:
+        for length in lengths:
+            inputs = {"input_ids": torch.randint(min(1000, vocab - 1), vocab, (batch, length),
+                                                 generator=generator),
+                      "attention_mask": torch.ones(batch, length, dtype=torch.long)}
+            runs: list[tuple[Candidate, str, Callable[[], object]]] = []
+            for i, c in enumerate(candidates):
+                runs.append((c, "torch", partial(c.model, **inputs)))
+                for runtime, session in sessions[i] if sessions is not None else []:
+                    from srnet.export.onnx import ort_feeds
+
+                    feeds = ort_feeds(session, inputs)
+                    runs.append((c, runtime, partial(session.run, ["logits"], feeds)))
+            timed = time_calls([call for _, _, call in runs], rounds, warmup)
+            medians = [statistics.median(t) for t in timed]
+            for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True):
+                rows.append({"model": c.label, "runtime": runtime, "params_m": c.parameters / 1e6,
+                             "batch": batch, "length": length, "latency_ms": s * 1e3,
+                             "min_ms": min(t) * 1e3, "max_ms": max(t) * 1e3,
+                             "spread": (max(t) - min(t)) / s, "seq_per_s": batch / s,
+                             "speedup": medians[0] / s})
+    load = load_average()
+    result = {"environment": bench_environment(), "threads": torch.get_num_threads(), "rounds": rounds,
+              "warmup": warmup, "load_average": load,
+              "warnings": bench_warnings(rows, load, os.cpu_count() or 1), "rows": rows}
+    if sessions is not None:
+        from srnet.export.onnx import ATOL, OPSET
+
+        result["onnxruntime"] = {
+            "providers": ["CPUExecutionProvider"], "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": 1, "graph_optimization": "ORT_ENABLE_ALL", "spinning": False,
+            "opset": OPSET, "exporter": "torch.onnx.export(dynamo=False)", "check_atol": ATOL,
+            "quantize": quantize,
+        }
+    return result
+
+
+def bench_environment() -> dict[str, Any]:
+    """The machine (CPU model and count), threads and library versions."""
+    from srnet.rundir.layout import environment
+
+    env = environment()
+    env.pop("argv", None)
+    env["machine"] = platform.machine()
+    env["cpu"] = _cpu_model()
+    env["cpu_count"] = os.cpu_count()
+    for name in ("onnxruntime", "onnx"):
+        try:
+            env["packages"][name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            env["packages"][name] = None
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"

@@ -1,0 +1,486 @@
+"""Aggregate finished runs: find them, read them, split them into comparable sections and average
+each configuration over seeds.
+
+A run is *complete* when its ``metrics.json`` exists (written last).  Each run is labelled by
+method, loss, paradigm and target sparsity: ``tags`` in its recipe first, then the recipe itself
+(``pruning.method``, or ``dense`` without pruning; ``loss.name``; paradigm ``-``).  Runs belong to
+the same section when they share the task and the evaluation splits (name and size).
+
+Every number is read under one collapse rule per section (see :mod:`srnet.evaluation.metrics`):
+for a split whose label scheme merges model classes, the scores under that rule come from the
+block's ``by_rule``; metrics.json files written before both rules were recorded hold ``sum``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import ValidationError
+
+from srnet.errors import SrnetError
+from srnet.evaluation.challenge import f_bias
+from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, id_collapse, rules_differ
+from srnet.io import load_yaml
+from srnet.rundir.layout import ATTACK_COLUMNS, COMPLETE, RunDir, load_attacks
+from srnet.tasks.registry import TASKS
+from srnet.tasks.spec import DataSpec, LabelScheme
+from srnet.training.objectives import OBJECTIVES
+
+DENSE = "dense"
+STANDARD = "standard"
+LABELS = ("method", "loss", "paradigm", "sparsity")
+"""The labels every run gets (further ``tags`` keys are extra labels)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One complete run: where it is, its metrics and recipe, and its labels."""
+
+    path: Path
+    metrics: dict[str, Any]
+    recipe: dict[str, Any]
+    labels: dict[str, Any]
+    seed: Any
+    schemes: dict[str, LabelScheme] = field(default_factory=dict)
+    """Evaluation split name -> its label scheme (when the task and split are known)."""
+    attacks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Attack name -> the summary ``srnet attack`` wrote to ``attack/<name>.json``."""
+    grid: dict[str, Any] = field(default_factory=dict)
+    """The sweep grid values that shaped the run (its ``stage.json``), seeds left out."""
+
+    @property
+    def dense(self) -> bool:
+        return self.labels["method"] == DENSE
+
+    def block(self, kind: str, split: str, rule: str) -> dict[str, Any] | None:
+        """The ``kind`` (id/ood) split's scores under the collapse ``rule`` (None if not recorded)."""
+        block = (self.metrics.get(kind) or {}).get(split)
+        if block is None:
+            return None
+        if "by_rule" in block:
+            return block["by_rule"].get(rule)
+        scheme = self.schemes.get(split)
+        merges = scheme is not None and rules_differ(scheme.space)
+        return block if not merges or rule == "sum" else None
+
+    def primary_rule(self) -> str | None:
+        """The collapse rule of this run's top-level numbers, where one applies."""
+        rules = {b.get("collapse") for b in (self.metrics.get("ood") or {}).values()} - {None}
+        return next(iter(rules)) if len(rules) == 1 else None
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[Path]:
+    """Complete run directories among ``paths`` (run directories or folders searched recursively,
+    skipping hidden folders such as an unfinished ``--overwrite``'s ``.<run>.overwrite``)."""
+    found: dict[Path, None] = {}
+    for path in map(Path, paths):
+        if not path.exists():
+            raise SrnetError(f"{path}: no such file or folder")
+        if not path.is_dir():
+            raise SrnetError(f"{path}: not a folder (give run directories or folders of runs)")
+        metrics = [path / "metrics.json"] if (path / "metrics.json").is_file() else path.rglob("metrics.json")
+        for file in sorted(metrics):
+            if not any(part.startswith(".") for part in file.relative_to(path).parts):
+                found.setdefault(file.parent, None)  # not in a hidden .<run>.overwrite/.replaced
+    if not found:
+        where = ", ".join(str(p) for p in paths)
+        raise SrnetError(f"{where}: no complete runs (no metrics.json under it)")
+    return list(found)
+
+
+def load_run(path: str | Path) -> Run:
+    """Read one run directory's metrics.json and config.yaml and label it."""
+    run = RunDir(Path(path))
+    if not run.metrics.is_file():
+        raise SrnetError(f"{run.metrics}: not found (is '{path}' a finished srnet run?)")
+    try:
+        metrics = json.loads(run.metrics.read_text(encoding="utf-8"))
+        config = run.config
+        recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else {}
+    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        what = type(exc).__name__
+        raise SrnetError(f"{run.root}: unreadable metrics.json or config.yaml ({what})") from None
+    if not isinstance(metrics, dict) or not isinstance(recipe or {}, dict):
+        raise SrnetError(f"{run.root}: metrics.json or config.yaml is not a mapping")
+    for kind in ("id", "ood"):
+        splits = metrics.get(kind) or {}
+        if not isinstance(splits, dict) or not all(isinstance(b, dict) for b in splits.values()):
+            raise SrnetError(f"{run.metrics}: '{kind}' is not a mapping of split name -> scores")
+    recipe = recipe or {}
+    labels = run_labels(recipe, metrics.get("sparsity"))
+    return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.get("seed")),
+               split_schemes(recipe, metrics.get("task") or recipe.get("task")), load_attacks(run.root),
+               load_grid(run.root))
+
+
+def load_grid(root: Path) -> dict[str, Any]:
+    """A sweep stage's grid values from its ``stage.json`` (none for a plain run), seeds left out."""
+    path = root / COMPLETE
+    if not path.is_file():
+        return {}
+    try:
+        grid = json.loads(path.read_text(encoding="utf-8")).get("grid") or {}
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        raise SrnetError(f"{path}: unreadable stage record") from None
+    if not isinstance(grid, dict):
+        raise SrnetError(f"{path}: 'grid' is not a mapping of grid key -> value")
+    return {k: v for k, v in grid.items() if k.rsplit(".", 1)[-1] != "seed"}
+
+
+def configuration(run: Run) -> tuple:
+    """The key of a run's configuration: its labels, in order (runs with equal keys are seeds)."""
+    return tuple(sorted(run.labels.items()))
+
+
+def split_grid_points(runs: Iterable[Run]) -> list[Run]:
+    """Runs with the same labels but different sweep grid points (a ticket retrained from masks
+    searched for 300 or 3,000 steps) are not seeds of one configuration: each gets a ``grid`` label
+    naming the values that set it apart, so no table pools them."""
+    runs = list(runs)
+    split: dict[int, Run] = {}
+    for same in alike(runs):
+        apart = differing([run.grid for run in same])
+        for run in same if apart else []:
+            split[id(run)] = replace(run, labels=run.labels | {"grid": grid_label(run.grid, apart)})
+    return split_recipes(split.get(id(run), run) for run in runs)
+
+
+def alike(runs: list[Run]) -> list[list[Run]]:
+    """The runs grouped by configuration (equal labels)."""
+    groups: dict[tuple, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(configuration(run), []).append(run)
+    return list(groups.values())
+
+
+def differing(values: list[dict[str, Any]]) -> list[str]:
+    """The keys whose values are not the same in all of ``values`` (a missing key counts as None)."""
+    keys = dict.fromkeys(k for value in values for k in value)
+    return [k for k in keys if len({json.dumps(v.get(k), sort_keys=True) for v in values}) > 1]
+
+
+STAGE_RUN = re.compile(r"^(?:.*/)?([^/]+)/[0-9a-f]{16}(?=/|$)")
+"""A path into a sweep stage's run (``runs/study/ft/429b8f061a2c2ff3/model``): it compares as
+``@ft/model``, since the key differs between seeds and the folder the sweep wrote to (its
+``output_dir``, a copy made on another machine) is not a setting."""
+
+PER_SEED = re.compile(r"seed[_=-]?\d+")
+"""What else differs between the seeds of one configuration in a path: a seed in a name
+(``bias_seed2``); recipes are compared with it masked."""
+
+NOT_A_SETTING = ("seed", "name", "output_dir", "tags")
+"""Recipe keys that may differ between the runs (seeds) of one configuration."""
+
+
+def as_compared(value: str) -> str:
+    """A recipe string as seeds of one configuration share it: stage-run paths by stage, seeds masked."""
+    return PER_SEED.sub("*", STAGE_RUN.sub(r"@\1", value))
+
+
+def recipe_signature(run: Run) -> dict[str, Any]:
+    """The run's recipe as ``srnet report`` compares it: the semantic recipe (defaults filled in
+    by today's code, so records of older versions compare alike), seed, name and tags left out,
+    per-seed parts of paths masked; flat dotted keys."""
+    from srnet.config import recipe_from_dict
+
+    try:
+        data = recipe_from_dict(dict(run.recipe), str(run.path)).semantic_dict()
+    except SrnetError:
+        data = dict(run.recipe)
+    flat: dict[str, Any] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{prefix}{key}.")
+        else:
+            flat[prefix[:-1]] = as_compared(node) if isinstance(node, str) else node
+
+    walk({k: v for k, v in data.items() if k not in NOT_A_SETTING}, "")
+    return flat
+
+
+def split_recipes(runs: Iterable[Run]) -> list[Run]:
+    """Runs with the same labels whose recipes differ in anything but the seed (two backbones, two
+    granularities, two learning rates) are not seeds of one configuration: each gets a ``recipe``
+    label naming the values that set it apart (the first three), so no table pools them."""
+    runs = list(runs)
+    split: dict[int, Run] = {}
+    for same in alike(runs):
+        if len(same) < 2:
+            continue
+        signatures = {id(run): recipe_signature(run) for run in same}
+        apart = differing(list(signatures.values()))
+        for run in same if apart else []:
+            sig = signatures[id(run)]
+            label = " ".join(f"{k}={sig.get(k)}" for k in apart[:3]) + (" ..." if len(apart) > 3 else "")
+            split[id(run)] = replace(run, labels=run.labels | {"recipe": label})
+    return [split.get(id(run), run) for run in runs]
+
+
+def grid_label(grid: dict[str, Any], keys: Sequence[str]) -> str:
+    """``gates.training.max_steps=300 gates.objective.params=steps:5,step_size:0.03``."""
+    def value(v: Any) -> str:
+        if isinstance(v, dict):
+            return ",".join(f"{k}:{value(x)}" for k, x in v.items())
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    return " ".join(f"{k}={value(grid[k])}" for k in keys if k in grid)  # a stage's own keys only
+
+
+def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -> dict[str, Any]:
+    """method, loss, paradigm, sparsity and any further tags of a run's recipe.
+
+    The sparsity is the recipe's target; a run without pruning whose evaluated weights hold
+    zeros (``measured``: metrics.json's sparsity block, e.g. an evaluated subnetwork) is labelled
+    ``subnetwork`` at its measured sparsity (2 decimals) rather than ``dense``.
+    """
+    pruning = recipe.get("pruning") or {}
+    tags = {str(k): str(v) for k, v in (recipe.get("tags") or {}).items()}
+    method = tags.pop("method", None) or pruning.get("method") or DENSE
+    sparsity = float(pruning.get("sparsity") or 0.0)
+    zeros = float((measured or {}).get("overall") or 0.0)
+    if method == DENSE and not pruning and zeros >= 0.01:
+        method, sparsity = "subnetwork", round(zeros, 2)
+    labels: dict[str, Any] = {
+        "method": method,
+        "loss": tags.pop("loss", None) or (recipe.get("loss") or {}).get("name", "ce"),
+        "paradigm": tags.pop("paradigm", "-"),
+        "sparsity": 0.0 if method == DENSE else sparsity,
+    }
+    objective = tags.pop("objective", None) or objective_label(recipe.get("objective") or {})
+    if objective is not None:
+        labels["objective"] = objective
+    return labels | {k: v for k, v in sorted(tags.items()) if k not in labels}
+
+
+def objective_label(objective: dict[str, Any]) -> str | None:
+    """A training objective with its non-default parameters (``kd pred_weight=0``); None for the
+    standard one, so runs that differ only in their objective's settings are never pooled."""
+    name = objective.get("name", STANDARD)
+    if name == STANDARD:
+        return None
+    try:
+        params = OBJECTIVES.params(name, objective.get("params")).model_dump(exclude_defaults=True)
+    except SrnetError:  # an objective this version does not know: its recorded settings as they are
+        params = dict(objective.get("params") or {})
+    values = (f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+    return " ".join([name, *values])
+
+
+def split_schemes(recipe: dict[str, Any], task_name: str | None) -> dict[str, LabelScheme]:
+    """Split display name -> label scheme, for the evaluation splits a run's recipe names."""
+    task = TASKS.get(task_name or "", None)
+    data = recipe.get("data") or {}
+    specs = [data.get("dev"), *(data.get("eval") or []), *(data.get("challenge") or [])]
+    out: dict[str, LabelScheme] = {}
+    for raw in specs:
+        if task is None or not isinstance(raw, dict):
+            continue
+        try:
+            spec = DataSpec.model_validate(raw)
+            out[spec.display_name] = task.scheme(spec.challenge)
+        except (ValidationError, SrnetError):
+            continue
+    return out
+
+
+@dataclass
+class Section:
+    """Runs that can be compared: same task, same evaluation splits of the same sizes."""
+
+    task: str
+    id_splits: list[str]
+    ood_splits: list[str]
+    sizes: dict[str, int]
+    runs: list[Run]
+
+    @property
+    def title(self) -> str:
+        parts = [f"{s} (n={self.sizes[s]})" for s in self.id_splits + self.ood_splits]
+        return f"{self.task}: " + ", ".join(parts)
+
+    @property
+    def rule(self) -> str:
+        """The collapse rule the section's tables use: the runs' primary rule when they agree,
+        else ``sum`` (which every run records)."""
+        rules = {run.primary_rule() or "sum" for run in self.runs}
+        return rules.pop() if len(rules) == 1 else "sum"
+
+    def merging_splits(self) -> list[str]:
+        """OOD splits whose label scheme merges model classes (where the rule matters)."""
+        return [s for s in self.ood_splits
+                if any(s in r.schemes and rules_differ(r.schemes[s].space) for r in self.runs)]
+
+    def scheme(self, split: str) -> LabelScheme | None:
+        return next((r.schemes[split] for r in self.runs if split in r.schemes), None)
+
+
+def sections(runs: Iterable[Run]) -> list[Section]:
+    """Group runs into comparable sections (first-seen order)."""
+    out: dict[tuple, Section] = {}
+    for run in runs:
+        blocks = {kind: run.metrics.get(kind) or {} for kind in ("id", "ood")}
+        sizes = {name: b.get("n") for kind in blocks for name, b in blocks[kind].items()}
+        key = (run.metrics.get("task"), tuple(blocks["id"]), tuple(blocks["ood"]), tuple(sizes.values()))
+        if key not in out:
+            out[key] = Section(str(key[0]), list(key[1]), list(key[2]), sizes, [])
+        out[key].runs.append(run)
+    return list(out.values())
+
+
+def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str, float | None]:
+    """One run's numbers under ``rule`` (default: the section's): ``ID <split>``, ``<split>``
+    (each OOD split's primary metric), ``gap <split>`` (shortcut gap) and ``F_bias <split>``."""
+    rule = rule or section.rule
+    values: dict[str, float | None] = {}
+    for split in section.id_splits:
+        block = run.block("id", split, rule) or {}
+        values[f"ID {split}"] = block.get("primary")
+        if block.get("confusion") and block.get("accuracy") is not None:  # also older results
+            values[f"{COLLAPSED} ID {split}"] = float(id_collapse(block)["collapsed"])
+        easy_hard = (run.metrics["id"].get(split) or {}).get("easy_hard")
+        if easy_hard:
+            values |= {f"easy {split}": easy_hard.get("easy"), f"hard {split}": easy_hard.get("hard"),
+                       f"E-H {split}": easy_hard.get("gap")}
+    for split in section.ood_splits:
+        block = run.block("ood", split, rule) or {}
+        values[split] = block.get("primary")
+        scheme = section.scheme(split)
+        if block.get("shortcut_gap") is not None or (scheme is not None and scheme.shortcut):
+            gap = block.get("shortcut_gap")
+            values[f"gap {split}"] = gap
+            values[f"abs gap {split}"] = None if gap is None else abs(gap)
+        collapsed = block.get("collapsed")
+        if collapsed is None and block.get("confusion") and scheme is not None:
+            confusion = np.asarray(block["confusion"])  # a result recorded before the flag existed
+            flag = collapse_from_counts(confusion.sum(0), confusion.sum(1), scheme.space.names)
+            collapsed = flag["collapsed"]
+        if collapsed is not None:
+            values[f"{COLLAPSED} {split}"] = float(collapsed)
+    movement = run.metrics.get("mask_movement")
+    if movement:
+        values[MASK_FLIPPED] = movement.get("flipped")
+        values[MASK_JACCARD] = movement.get("jaccard")
+    values.update(f_bias_values(run, section, rule))
+    values.update(attack_values(run))
+    return values
+
+
+MASK_FLIPPED = "mask flipped"
+"""Column: the fraction of a learned mask's entries that moved from its start (``mask_movement``)."""
+
+MASK_JACCARD = "mask jaccard"
+"""Column: the Jaccard similarity of a learned mask's kept entries with its start's."""
+
+COLLAPSED = "collapsed"
+"""Column prefix: the fraction of a configuration's runs whose predictions on a split collapsed
+into one class (``metrics.json``'s ``collapsed``); tables show it as a mark, never as a number."""
+
+
+def collapsed_runs(group: Group, split: str) -> str:
+    """A mark for a configuration whose runs collapsed on ``split``: '' or ' †k/n'."""
+    stat = group.stats.get(f"{COLLAPSED} {split}")
+    if stat is None or stat.mean == 0:
+        return ""
+    return f" †{round(stat.mean * stat.n)}/{stat.n}"
+
+
+def attack_values(run: Run) -> dict[str, float]:
+    """``<attack> <column>`` for each attack summary of the run: Clean%, Aua%, Suc% (percent) and
+    #Query (model queries per attacked example)."""
+    out: dict[str, float] = {}
+    for name, summary in run.attacks.items():
+        for column, key in ATTACK_COLUMNS.items():
+            value = float(summary[key])
+            out[f"{name} {column}"] = value if column == "#Query" else 100.0 * value
+    return out
+
+
+def f_bias_values(run: Run, section: Section, rule: str) -> dict[str, float | None]:
+    """F_bias of each OOD split against the first ID split: relative to the mean of the section's
+    dense CE runs under ``rule`` when there are any, else as the run recorded it."""
+    if not section.id_splits:
+        return {}
+    id_split = section.id_splits[0]
+    dense = [r for r in section.runs if r.dense and r.labels["loss"] == "ce"]
+    out: dict[str, float | None] = {}
+    for split in section.ood_splits:
+        recorded = (run.metrics.get("f_bias") or {}).get(split)
+        pairs = [((r.block("id", id_split, rule) or {}).get("primary"),
+                  (r.block("ood", split, rule) or {}).get("primary")) for r in dense]
+        pairs = [p for p in pairs if None not in p]
+        mine = ((run.block("id", id_split, rule) or {}).get("primary"),
+                (run.block("ood", split, rule) or {}).get("primary"))
+        if pairs and None not in mine:
+            dense_id = statistics.fmean(p[0] for p in pairs)
+            dense_ood = statistics.fmean(p[1] for p in pairs)
+            try:
+                out[f"F_bias {split}"] = f_bias(*mine, dense_id, dense_ood)  # type: ignore[arg-type]
+            except SrnetError:
+                out[f"F_bias {split}"] = None
+        else:
+            out[f"F_bias {split}"] = recorded
+    return out
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Mean and sample standard deviation (ddof 1; None for one value) of ``n`` values."""
+
+    mean: float
+    std: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stat:
+        return cls(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None,
+                   len(values))
+
+
+@dataclass
+class Group:
+    """One configuration (labels) of a section, its runs and the per-column statistics."""
+
+    labels: dict[str, Any]
+    runs: list[Run]
+    stats: dict[str, Stat]
+
+    @property
+    def name(self) -> str:
+        """``method/loss`` plus the paradigm and extra tags when set (not the sparsity; paradigm
+        ``dense`` of a dense run is not repeated)."""
+        parts = [self.labels["method"], self.labels["loss"]]
+        parts += [f"{k}={v}" for k, v in self.labels.items() if k not in LABELS]
+        paradigm = self.labels.get("paradigm", "-")  # not repeated when it says dense again
+        return "/".join(parts) + (f" ({paradigm})" if paradigm not in ("-", self.labels["method"]) else "")
+
+
+def group_runs(section: Section, rule: str | None = None) -> list[Group]:
+    """The section's runs grouped by labels, each column averaged over the group's runs (seeds),
+    sorted dense first, then by name and sparsity."""
+    grouped: dict[tuple, list[Run]] = {}
+    for run in section.runs:
+        grouped.setdefault(configuration(run), []).append(run)
+    groups = []
+    for runs in grouped.values():
+        columns: dict[str, list[float]] = {}
+        for run in runs:
+            for name, value in run_values(run, section, rule).items():
+                if value is not None:
+                    columns.setdefault(name, []).append(float(value))
+        groups.append(Group(runs[0].labels, runs, {k: Stat.of(v) for k, v in columns.items()}))
+    return sorted(groups, key=lambda g: (g.labels["method"] != DENSE, g.name, g.labels["sparsity"]))
+
+
+def other_rule(rule: str) -> str:
+    """The collapse rule that is not ``rule``."""
+    return next(r for r in COLLAPSE_RULES if r != rule)
