@@ -80,7 +80,7 @@ def test_kd_runs_with_structured_and_unstructured_methods(tmp_path, tiny_model_d
     entries = log_entries(result.run_dir)
     assert entries and all("kd_pred" in e for e in entries)
     assert all(("kd_hidden" in e) == (hidden > 0) for e in entries)
-    assert result.metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.01)
+    assert result.metrics.sparsity.overall == pytest.approx(0.5, abs=0.01)
 
 
 def test_kd_changes_what_is_learned(tmp_path, tiny_model_dir, teacher):

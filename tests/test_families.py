@@ -32,7 +32,7 @@ def test_a_covered_family_masks_every_encoder_matrix_to_the_target(tmp_path, fam
     model_dir = save_tiny_model(tmp_path / "model", family)
     recipe = tiny_recipe(tmp_path, model_dir, f"{family}_{method}", training={"mixed_precision": "no"},
                          pruning={"method": method, "sparsity": 0.5})
-    per_matrix = api.run(recipe).metrics["sparsity"]["per_matrix"]
+    per_matrix = api.run(recipe).metrics.sparsity.per_matrix
     expected = encoder_matrices(tiny_classifier(family))
     assert len(expected) == 12  # 2 layers x Q, K, V, attention output, FFN in, FFN out
     assert all(classify_weight(name)[0] in ENCODER_ROLES for name in expected)
@@ -56,7 +56,7 @@ def test_a_family_srnet_cannot_cover_is_refused_before_training(tmp_path, family
 def test_an_uncovered_family_still_fine_tunes_dense(tmp_path, family):
     model_dir = save_tiny_model(tmp_path / "model", family, **REFUSED[family])
     recipe = tiny_recipe(tmp_path, model_dir, "dense", training={"mixed_precision": "no", "max_steps": 2})
-    assert api.run(recipe).metrics["sparsity"]["overall"] == 0.0
+    assert api.run(recipe).metrics.sparsity.overall == 0.0
 
 
 @pytest.mark.parametrize("family", COVERED)

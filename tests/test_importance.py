@@ -251,7 +251,7 @@ def test_a_run_scores_heads_on_its_training_batches_and_shrinks_exactly(tmp_path
         })
 
     first = run("grad")
-    assert first.metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.02)
+    assert first.metrics.sparsity.overall == pytest.approx(0.5, abs=0.02)
     second = run("grad_again")
     from safetensors.torch import load_file
 

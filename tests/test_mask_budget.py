@@ -39,7 +39,7 @@ def test_auto_rule_matches_the_papers_setting_and_inverts():
 
 def test_auto_mask_lr_is_resolved_from_the_schedule_and_recorded(tmp_path, tiny_model_dir):
     result = api.run(recipe(tmp_path, tiny_model_dir, "auto", pruning=mask_train(mask_lr="auto")))
-    budget = result.metrics["mask_budget"]
+    budget = result.metrics.mask_budget
     assert budget["rule"] == "auto" and budget["steps"] == 6 and budget["init"] == "hard"
     assert budget["score_scale"] == pytest.approx(0.01, rel=0.01)  # half-way between 0.02 and ~0
     assert budget["reach"] == pytest.approx(DEFAULT_REACH["hard"])
@@ -50,7 +50,7 @@ def test_auto_mask_lr_is_resolved_from_the_schedule_and_recorded(tmp_path, tiny_
 
 def test_a_given_mask_lr_records_its_reach(tmp_path, tiny_model_dir):
     result = api.run(recipe(tmp_path, tiny_model_dir, "given", pruning=mask_train(mask_lr=0.01, init="soft")))
-    budget = result.metrics["mask_budget"]
+    budget = result.metrics.mask_budget
     assert budget["rule"] == "given" and budget["mask_lr"] == 0.01 and budget["init"] == "soft"
     assert budget["reach"] == pytest.approx(implied_reach(0.01, budget["score_scale"], 6))
 
@@ -59,7 +59,7 @@ def test_mask_reach_scales_the_auto_lr(tmp_path, tiny_model_dir):
     def lr(reach: float) -> float:
         pruning = mask_train(mask_lr="auto", mask_reach=reach)
         metrics = api.run(recipe(tmp_path, tiny_model_dir, f"r{reach:g}", pruning=pruning)).metrics
-        return metrics["mask_budget"]["mask_lr"]
+        return metrics.mask_budget["mask_lr"]
 
     assert lr(3.0) == pytest.approx(3 * lr(1.0))
 
@@ -107,7 +107,7 @@ def test_a_run_that_barely_moves_warns(tmp_path, tiny_model_dir, caplog):
     still = recipe(tmp_path, tiny_model_dir, "still", pruning=mask_train(mask_lr=1e-9))
     with caplog.at_level(logging.WARNING, logger="srnet"):
         metrics = api.run(still).metrics
-    assert metrics["mask_movement"]["moved"] is False
+    assert metrics.mask_movement.moved is False
     assert "still: the mask did not move from its OMP start (Jaccard 1.0000" in caplog.text
     assert "the mask will barely leave its OMP start" in caplog.text  # said before any step
 
@@ -138,7 +138,7 @@ def lost_model(folder):
 def test_a_run_at_chance_on_its_id_split_is_flagged(tmp_path):
     lost = recipe(tmp_path, lost_model(tmp_path / "m"), "lost", data={"train": None})
     metrics = api.run(lost).metrics
-    block = metrics["id"]["synthetic_dev"]
+    block = metrics.id["synthetic_dev"]
     assert block["near_chance"] and block["collapsed"] and block["majority"]["label"] == "entailment"
     from srnet.reporting.render import collapse_warnings
     (warning,) = collapse_warnings(metrics)

@@ -195,7 +195,7 @@ def check_cell(method, loss, objective, granularity, tmp_path, tiny_model_dir, e
     for name, mask in masks.items():
         zeros = mask.numel() - int(mask.sum())
         assert zeros == round(SPARSITY * mask.numel()), name
-    assert result.metrics["sparsity"]["overall"] == pytest.approx(SPARSITY, abs=1e-3)
+    assert result.metrics.sparsity.overall == pytest.approx(SPARSITY, abs=1e-3)
 
     # 2. masks round-trip bit for bit
     again_path = tmp_path / "again.safetensors"
@@ -240,7 +240,7 @@ def test_same_seed_same_masks_and_metrics(method, tmp_path, tiny_model_dir, extr
     b, _ = load_masks(second.run_dir / "masks.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
     strip = lambda m: {k: v for k, v in m.items() if k != "time_s"}  # noqa: E731
-    assert strip(first.metrics) == strip(second.metrics)
+    assert strip(first.metrics.as_json()) == strip(second.metrics.as_json())
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if not reads_mask_file(m)])

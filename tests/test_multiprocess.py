@@ -107,7 +107,7 @@ def test_two_processes_match_one_with_the_same_global_batch(tmp_path, tiny_model
     assert losses(log) == pytest.approx(losses(one_log), rel=1e-4)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     for kind in ("id", "ood"):
-        for name, block in single.metrics[kind].items():
+        for name, block in getattr(single.metrics, kind).items():
             assert metrics[kind][name]["accuracy"] == pytest.approx(block["accuracy"], abs=1e-9)
 
 

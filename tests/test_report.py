@@ -18,6 +18,7 @@ from srnet.reporting.render import (
     plot_sparsity_heatmap,
     summary_table,
 )
+from srnet.rundir.record import RunMetrics
 
 ROLE_NAMES = {
     "query": "attention.self.query", "key": "attention.self.key",
@@ -62,7 +63,7 @@ def test_summary_table_of_run_metrics():
         "sparsity": {"overall": 0.5, "target": 0.5},
         "f_bias": {"reference": "runs/dense", "id_split": "mnli_dev", "hans": 0.75},
     }
-    assert summary_table(metrics) == (
+    assert summary_table(RunMetrics.model_validate(metrics)) == (
         "run demo  task nli  model default  sparsity 50.0%\n"
         "split     kind   n  accuracy  primary  easy-hard  shortcut_gap  f_bias\n"
         "--------  ----  --  --------  -------  ---------  ------------  ------\n"
@@ -78,9 +79,9 @@ def test_summary_table_of_run_metrics():
     hans |= {"collapse": "sum", "rule_disagreement": 4,
              "by_rule": {"sum": {}, "argmax": {"accuracy": 0.25, "shortcut_gap": -0.5}}}
     assert "hans: collapse rule sum; under argmax: accuracy 0.2500, shortcut gap -0.5000; 4 of 6 " \
-        "predictions differ\n" in summary_table(metrics)
+        "predictions differ\n" in summary_table(RunMetrics.model_validate(metrics))
     dense = {"run": "dense", "id": {"sst2_dev": {"n": 3, "primary": 0.9, "accuracy": 0.9}}, "ood": {}}
-    assert summary_table(dense) == (
+    assert summary_table(RunMetrics.model_validate(dense)) == (
         "run dense\nsplit     kind  n  accuracy  primary\n--------  ----  -  --------  -------\n"
         "sst2_dev  ID    3    0.9000   0.9000\n"
     )

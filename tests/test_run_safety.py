@@ -139,7 +139,7 @@ def test_overwrite_swaps_in_only_a_completed_run(tmp_path, tiny_model_dir, monke
             api.run(short_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
     assert (first.run_dir / "metrics.json").read_text() == before  # the old run survived the failure
     again = api.run(short_recipe(tmp_path, tiny_model_dir, "ft", seed=1), overwrite=True)
-    assert again.run_dir == first.run_dir and again.metrics["seed"] == 1
+    assert again.run_dir == first.run_dir and again.metrics.seed == 1
     assert json.loads((first.run_dir / "metrics.json").read_text())["seed"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ft"]  # no staging folder left
 

@@ -60,7 +60,7 @@ def test_mask_search_from_an_intermediate_checkpoint(tmp_path, tiny_model_dir):
     step2 = ft.run_dir / "intermediate" / "step_2"
     assert (step2 / "model.safetensors").exists() and (ft.run_dir / "intermediate" / "step_4").exists()
     masked = api.run(recipe(tmp_path, step2, "from_step2", pruning={"method": "mask_train", "sparsity": 0.5}))
-    assert masked.metrics["model"] == str(step2)
+    assert masked.metrics.model == str(step2)
     assert (masked.run_dir / "sparsity_heatmap.png").exists()
 
 
@@ -68,9 +68,9 @@ def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_
     api.run(recipe(tmp_path, tiny_model_dir, "imp", pruning={
         "method": "imp", "sparsity": 0.5, "params": {"prune_fraction": 0.25, "every": 0.25}}))
     evaluated = api.evaluate(str(tmp_path / "imp"), recipe(tmp_path, tiny_model_dir, "eval_imp"))
-    sparsity = evaluated.metrics["sparsity"]
-    assert sparsity["measured_from"] == "weights"
-    assert sparsity["overall"] == pytest.approx(0.5, abs=0.01)
+    sparsity = evaluated.metrics.sparsity
+    assert sparsity.measured_from == "weights"
+    assert sparsity.overall == pytest.approx(0.5, abs=0.01)
 
 
 def test_exported_tokenizer_keeps_the_training_length(tmp_path, tiny_model_dir):
@@ -93,7 +93,7 @@ def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):
     write_bias_predictions(tmp_path / "bias" / "synthetic_dev.jsonl", [ex.id for ex in dev], np.log(probs),
                            labels=["entailment", "neutral", "contradiction"], feature="t", split="dev")
     metrics = api.run(recipe(tmp_path, tiny_model_dir, "eh", bias_dir=str(tmp_path / "bias"))).metrics
-    block = metrics["id"]["synthetic_dev"]
+    block = metrics.id["synthetic_dev"]
     rows = (tmp_path / "eh" / "predictions" / "synthetic_dev.jsonl").open()
     preds = [json.loads(line)["pred"] for line in rows]
     names = ["entailment", "neutral", "contradiction"]
@@ -123,7 +123,7 @@ def test_rmc_pipeline_difficulty_from_runs_at_two_sparsities(tmp_path, tiny_mode
     assert len(rows) == 48 and min(values) == pytest.approx(0.3) and max(values) == pytest.approx(1.0)
     metrics = api.run(recipe(tmp_path, tiny_model_dir, "rmc_run", loss={
         "name": "rmc", "teacher": str(tmp_path / "dense"), "difficulty": str(out)})).metrics
-    assert metrics["id"]["synthetic_dev"]["n"] == 30
+    assert metrics.id["synthetic_dev"]["n"] == 30
     capsys.readouterr()
 
 
@@ -157,7 +157,7 @@ def test_guards_before_any_work(tmp_path, tiny_model_dir):
 def test_classifier_only_mask_runs_without_a_heatmap(tmp_path, tiny_model_dir):
     result = api.run(recipe(tmp_path, tiny_model_dir, "head", pruning={
         "method": "omp", "sparsity": 0.5, "roles": ["classifier"]}))
-    assert result.metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.02)
+    assert result.metrics.sparsity.overall == pytest.approx(0.5, abs=0.02)
     assert not (result.run_dir / "sparsity_heatmap.png").exists()
 
 
@@ -189,7 +189,7 @@ def test_rows_without_gold_label_are_counted_in_metrics(tmp_path, tiny_model_dir
     dev.write_text("".join(lines))
     spec = {"name": "gold", "task": "nli", "output_dir": str(tmp_path),
             "model": {"name": str(tiny_model_dir)}, "data": {"dev": {"path": str(dev)}}}
-    block = next(iter(api.run(spec).metrics["id"].values()))
+    block = next(iter(api.run(spec).metrics.id.values()))
     assert block["n"] == 9 and block["skipped_no_gold_label"] == 3
 
 

@@ -22,6 +22,7 @@ from srnet.reporting.aggregate import (
     split_grid_points,
 )
 from srnet.reporting.study import write_report
+from srnet.rundir.record import SparsityRecord
 from srnet.sparsity.mask_io import MaskMetadata, save_masks
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -81,7 +82,7 @@ def test_labels_from_tags_then_recipe():
               "tags": {"paradigm": "b", "schedule": "cubic"}}
     assert run_labels(recipe) == {"method": "imp", "loss": "poe", "paradigm": "b", "sparsity": 0.3,
                                   "schedule": "cubic"}
-    assert run_labels({}, {"overall": 0.4987})["method"] == "subnetwork"
+    assert run_labels({}, SparsityRecord(overall=0.4987))["method"] == "subnetwork"
     assert run_labels({"tags": {"sparsity": "high"}})["sparsity"] == 0.0  # a tag cannot replace it
 
 
@@ -123,10 +124,13 @@ def test_runs_of_different_grid_points_are_not_pooled_as_seeds(tmp_path):
 def test_unreadable_run_files_are_one_line_errors(tmp_path):
     run = write_run(tmp_path, "r", seed=1, dev=0.5)
     (run / "metrics.json").write_text('{"id": [1, 2]}')
-    with pytest.raises(SrnetError, match=r"metrics.json: 'id' is not a mapping"):
+    with pytest.raises(SrnetError, match=r"metrics.json: not a run record \(id: Input should be"):
         load_run(run)
     (run / "metrics.json").write_text("{not json")
-    with pytest.raises(SrnetError, match=r"unreadable metrics.json or config.yaml \(JSONDecodeError\)"):
+    with pytest.raises(SrnetError, match=r"metrics.json: unreadable run record \(not valid JSON\)"):
+        load_run(run)
+    (run / "metrics.json").write_bytes(b'{"run": "\xff"}')
+    with pytest.raises(SrnetError, match=r"metrics.json: unreadable run record"):
         load_run(run)
 
 
@@ -136,7 +140,7 @@ def test_a_report_skips_an_unreadable_run_with_a_note(tmp_path):
     (bad / "metrics.json").write_text("{not json")
     text = write_report([tmp_path], tmp_path / "rep", figures=False).path.read_text()
     assert "1 complete runs" in text
-    assert "1 run(s) skipped, unreadable: " in text and "bad: unreadable metrics.json" in text
+    assert "1 run(s) skipped, unreadable: " in text and "bad/metrics.json: unreadable run record" in text
 
 
 def test_groups_match_hand_computed_means_and_stds(study):
@@ -271,7 +275,7 @@ def test_report_of_real_runs_on_a_tiny_model(tmp_path, tiny_model_dir):
     train = {"train": synthetic("train", 16), **base["data"]}
     dense = api.run(base | {"name": "dense", "data": train, "evaluation": {"collapse": "argmax"},
                             "training": {"max_steps": 2, "batch_size": 8}}).metrics
-    block = dense["ood"]["synthetic_challenge"]
+    block = dense.ood["synthetic_challenge"]
     assert block["collapse"] == "argmax" and set(block["by_rule"]) == {"sum", "argmax"}
     assert block["accuracy"] == block["by_rule"]["argmax"]["accuracy"]
     assert "shortcut_gap" in block["by_rule"]["sum"]

@@ -76,12 +76,12 @@ def tamt_run(tiny_model_dir, tmp_path_factory):
 def test_tamt_mask_search_writes_a_task_free_mask_and_dev_losses(tamt_run, tiny_model_dir):
     result, _ = tamt_run
     metrics = result.metrics
-    assert metrics["task"] == "text" and metrics["objective"] == "mlm+distill"
-    assert metrics["mlm_head"] == "new, trained with the mask"
-    assert set(metrics["pretraining"]) == {"mlm_dev_loss", "kd_dev_loss"}
-    assert metrics["pretraining"]["kd_dev_loss"] > 0 and metrics["pretraining"]["mlm_dev_loss"] > 0
-    assert metrics["blocks"]["size"] == 32 and metrics["blocks"]["dev"] >= 1
-    assert metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=1e-3)
+    assert metrics.task == "text" and metrics.objective == "mlm+distill"
+    assert metrics.mlm_head == "new, trained with the mask"
+    assert set(metrics.pretraining) == {"mlm_dev_loss", "kd_dev_loss"}
+    assert metrics.pretraining["kd_dev_loss"] > 0 and metrics.pretraining["mlm_dev_loss"] > 0
+    assert metrics.blocks["size"] == 32 and metrics.blocks["dev"] >= 1
+    assert metrics.sparsity.overall == pytest.approx(0.5, abs=1e-3)
     masks, meta = load_masks(result.run_dir / "masks.safetensors")
     assert "bert.embeddings.word_embeddings" in masks and not any("classifier" in k for k in masks)
     classifier = load_classifier(str(tiny_model_dir), ["a", "b"])  # any head: the mask has no task
@@ -111,8 +111,8 @@ def test_imp_on_mlm(tiny_model_dir, tmp_path):
                          pruning={"method": "imp", "sparsity": 0.5,
                                   "params": {"prune_fraction": 0.25, "every": 0.25, "rewind": True}})
     metrics = api.run(recipe).metrics
-    assert metrics["method"] == "imp" and metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=1e-3)
-    assert metrics["mlm_head"] == "new, trained with the mask"
+    assert metrics.method == "imp" and metrics.sparsity.overall == pytest.approx(0.5, abs=1e-3)
+    assert metrics.mlm_head == "new, trained with the mask"
 
 
 def test_mlm_head_probe_then_one_shot_mask_scored_with_that_head(tiny_model_dir, tmp_path):
@@ -125,9 +125,9 @@ def test_mlm_head_probe_then_one_shot_mask_scored_with_that_head(tiny_model_dir,
                         training={"max_steps": 16, "batch_size": 4, "eval_every": 16, "lr": 5e-2})
     fitted = api.run(probe)
     untrained = api.run({**probe, "name": "untrained", "data": {"dev": data["dev"]}})
-    assert fitted.metrics["mlm_head"] == "new, trained with the mask"
-    assert untrained.metrics["mlm_head"] == "new, untrained"
-    losses = [run.metrics["pretraining"]["mlm_dev_loss"] for run in (fitted, untrained)]
+    assert fitted.metrics.mlm_head == "new, trained with the mask"
+    assert untrained.metrics.mlm_head == "new, untrained"
+    losses = [run.metrics.pretraining["mlm_dev_loss"] for run in (fitted, untrained)]
     assert losses[0] < losses[1] - 0.5
     before = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir).bert.state_dict()
     after = AutoModelForMaskedLM.from_pretrained(fitted.run_dir / "model").bert.state_dict()
@@ -135,7 +135,7 @@ def test_mlm_head_probe_then_one_shot_mask_scored_with_that_head(tiny_model_dir,
     model = {"name": str(tiny_model_dir), "init_from": str(fitted.run_dir), "max_length": 32}
     omp = api.run({**probe, "name": "omp", "model": model, "data": {"dev": data["dev"]},
                    "pruning": {"method": "omp", "sparsity": 0.5}})
-    assert omp.metrics["mlm_head"] == "loaded"
+    assert omp.metrics.mlm_head == "loaded"
 
 
 def test_freeze_weights_applies_to_one_shot_methods_only():
@@ -163,7 +163,7 @@ def test_gradient_head_importance_on_mlm(tiny_model_dir, tmp_path):
     recipe = text_recipe(tiny_model_dir, corpus, tmp_path / "runs", name="grad", objective={"name": "mlm"},
                          pruning=pruning)
     metrics = api.run(recipe).metrics
-    assert metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.02)
+    assert metrics.sparsity.overall == pytest.approx(0.5, abs=0.02)
     masks, _ = load_masks(tmp_path / "runs" / "grad" / "masks.safetensors")
     assert {k: int((~m.bool()).sum()) for k, m in masks.items() if k.endswith("heads")} == {
         "bert.encoder.layer.0.heads": 1, "bert.encoder.layer.1.heads": 1}
@@ -178,7 +178,7 @@ def test_transfer_one_mask_to_two_tasks(tamt_run, tiny_model_dir, capsys):
     assert main(["transfer", str(result.run_dir), "--tasks", *map(str, tasks), "--output-dir", str(out)]) == 0
     assert "nli: nli_dev 0." in capsys.readouterr().out
     summary = json.loads((out / "transfer.json").read_text())
-    assert summary["pretraining"] == result.metrics["pretraining"]
+    assert summary["pretraining"] == result.metrics.pretraining
     assert set(summary["tasks"]) == {"nli", "sst2"}
     assert 0 <= summary["tasks"]["nli"]["nli_dev"] <= 1 and 0 <= summary["tasks"]["sst2"]["sst2_dev"] <= 1
     tamt_masks, _ = load_masks(result.run_dir / "masks.safetensors")

@@ -95,7 +95,7 @@ def test_l0_run_ticket_draw_and_fixed_retraining_from_pretrained(tmp_path, tiny_
     weight = weights[f"{name}.weight"]
     assert bool((weight[~ticket[name]] == 0).all())
     assert not torch.equal(weight[ticket[name]], pretrained[f"{name}.weight"][ticket[name]])  # it trained
-    assert retrained.metrics["sparsity"]["overall"] == pytest.approx(ticket_meta.sparsity)
+    assert retrained.metrics.sparsity.overall == pytest.approx(ticket_meta.sparsity)
 
 
 def test_structured_l0_ticket_retrains_with_its_gates_and_shrinks(tmp_path, tiny_model_dir, capsys):
@@ -134,7 +134,7 @@ def test_structured_l0_ticket_retrains_with_its_gates_and_shrinks(tmp_path, tiny
     gates, gates_meta = load_masks(retrained.run_dir)
     assert gates_meta.granularity == "head+neuron"
     assert list(gates) == list(ticket) and all(torch.equal(gates[n], ticket[n]) for n in ticket)
-    assert retrained.metrics["sparsity"]["overall"] == pytest.approx(59 / 132)
+    assert retrained.metrics.sparsity.overall == pytest.approx(59 / 132)
 
     capsys.readouterr()
     out = tmp_path / "shrunk"

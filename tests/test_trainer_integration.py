@@ -116,7 +116,7 @@ def test_trainer_path_matches_the_recipe_path(setting, tmp_path, method, loss, p
         flipped = flips / sum(m.numel() for m in masks.values())
         assert metrics["mask_flipped"] == movement["flipped"] == pytest.approx(flipped)
         assert flipped > 0.05
-        assert movement["flipped"] == run.metrics["mask_movement"]["flipped"]
+        assert movement["flipped"] == run.metrics.mask_movement.flipped
 
     export = trainer.export(tmp_path / "export", shrink=granularity != "unstructured")
     loaded = (api.load_model(export) if granularity != "unstructured"

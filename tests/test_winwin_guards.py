@@ -41,18 +41,19 @@ def log_events(run_dir, event: str) -> list[dict]:
 
 def test_select_last_keeps_the_final_step_and_records_the_rule(tmp_path, tiny_model_dir):
     result = api.run(recipe(tmp_path, tiny_model_dir, "last", training={"select": "last"}))
-    assert result.metrics["selection"] == {"rule": "last", "split": None, "after": None, "step": 6, "of": 6}
-    assert result.metrics["best_step"] == 6
+    selection = result.metrics.as_json()["selection"]
+    assert selection == {"rule": "last", "split": None, "after": None, "step": 6, "of": 6}
+    assert result.metrics.best_step == 6
     assert not any(e.get("best") for e in log_events(result.run_dir, "eval"))  # evaluated, never 'best'
 
 
 def test_select_best_on_a_named_challenge_split(tmp_path, tiny_model_dir):
     result = api.run(recipe(tmp_path, tiny_model_dir, "ood",
                             training={"select": "best", "select_on": "synthetic_challenge"}))
-    selection = result.metrics["selection"]
+    selection = result.metrics.as_json()["selection"]
     assert selection["rule"] == "best" and selection["split"] == "synthetic_challenge"
     best = [e for e in log_events(result.run_dir, "eval") if e.get("best")]
-    assert best and best[-1]["step"] == selection["step"] == result.metrics["best_step"]
+    assert best and best[-1]["step"] == selection["step"] == result.metrics.best_step
 
 
 def test_select_on_an_unknown_split_fails_before_the_model_loads(tmp_path, tiny_model_dir, no_model_load):
@@ -111,9 +112,9 @@ def test_runs_in_two_precisions_in_one_process_and_records_it(tmp_path, tiny_mod
     fp32 = api.run(recipe(tmp_path, tiny_model_dir, "fp32", pruning=mask))
     bf16 = api.run(recipe(tmp_path, tiny_model_dir, "bf16", training={"mixed_precision": "auto"},
                           pruning=mask))
-    assert fp32.metrics["mixed_precision"] == "no" and bf16.metrics["mixed_precision"] == "bf16"
+    assert fp32.metrics.mixed_precision == "no" and bf16.metrics.mixed_precision == "bf16"
     for result in (fp32, bf16):  # masks exact at the target whatever the precision
-        assert result.metrics["sparsity"]["overall"] == pytest.approx(0.5, abs=0.01)
+        assert result.metrics.sparsity.overall == pytest.approx(0.5, abs=0.01)
 
 
 def test_a_mask_that_did_not_move_is_reported(tmp_path, tiny_model_dir, caplog):
@@ -121,9 +122,9 @@ def test_a_mask_that_did_not_move_is_reported(tmp_path, tiny_model_dir, caplog):
                                                                "params": {"mask_lr": 1e-9}})
     with caplog.at_level(logging.WARNING, logger="srnet"):
         result = api.run(still)
-    movement = result.metrics["mask_movement"]
+    movement = result.metrics.as_json()["mask_movement"]
     assert movement["flipped"] == 0.0 and movement["jaccard"] == 1.0 and movement["moved"] is False
-    assert set(movement["per_matrix"]) == set(result.metrics["sparsity"]["per_matrix"])
+    assert set(movement["per_matrix"]) == set(result.metrics.sparsity.per_matrix)
     warning = ("still: the mask did not move from its OMP start (Jaccard 1.0000, 0.0000% of entries "
                "flipped; a learned mask should move by >= 1%): raise pruning.params.mask_lr (or use "
                "mask_lr: auto) or the budget")
@@ -138,7 +139,7 @@ def test_a_mask_that_moved_records_how_far(tmp_path, tiny_model_dir, caplog):
     moving = recipe(tmp_path, tiny_model_dir, "moving", pruning={"method": "mask_train", "sparsity": 0.5,
                                                                  "params": {"mask_lr": 0.5}})
     with caplog.at_level(logging.WARNING, logger="srnet"):
-        movement = api.run(moving).metrics["mask_movement"]
+        movement = api.run(moving).metrics.as_json()["mask_movement"]
     assert movement["moved"] and 0.001 <= movement["flipped"] <= 1 and movement["jaccard"] <= 0.99
     assert movement["flipped_entries"] > 0
     assert "did not move" not in caplog.text and "barely leave" not in caplog.text
@@ -147,7 +148,7 @@ def test_a_mask_that_moved_records_how_far(tmp_path, tiny_model_dir, caplog):
 def test_one_shot_methods_record_no_movement(tmp_path, tiny_model_dir):
     omp = recipe(tmp_path, tiny_model_dir, "omp", pruning={"method": "omp", "sparsity": 0.5})
     metrics = api.run(omp).metrics
-    assert "mask_movement" not in metrics
+    assert metrics.mask_movement is None
 
 
 def test_collapse_flag():
@@ -164,10 +165,10 @@ def test_collapse_flag():
 
 def test_every_split_records_its_collapse_flag(tmp_path, tiny_model_dir):
     metrics = api.run(recipe(tmp_path, tiny_model_dir, "flags")).metrics
-    block = metrics["ood"]["synthetic_challenge"]
+    block = metrics.ood["synthetic_challenge"]
     assert isinstance(block["collapsed"], bool) and 0.5 <= block["majority"]["fraction"] <= 1
     assert all("collapsed" in b for b in block["by_rule"].values())
-    assert "collapsed" in metrics["id"]["synthetic_dev"]
+    assert "collapsed" in metrics.id["synthetic_dev"]
 
 
 def test_easy_hard_on_request_needs_a_bias_dir_and_its_files(tmp_path, tiny_model_dir, no_model_load):

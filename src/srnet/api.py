@@ -3,7 +3,7 @@ handler imports from here only, besides table formatting).
 
 >>> from srnet import api
 >>> result = api.run("recipes/mnli/finetune.yaml", overrides=["training.epochs=1"])
->>> result.metrics["ood"]["hans"]["by_heuristic"]
+>>> result.metrics.ood["hans"]["by_heuristic"]
 """
 
 from __future__ import annotations

@@ -78,10 +78,10 @@ def print_summary(result) -> None:
     from srnet.reporting.render import collapse_warnings, summary_table
 
     metrics = result.metrics
-    if "pretraining" in metrics:  # a text (TAMT) run: dev-block losses, no splits
-        losses = ", ".join(f"{k} {v:.4f}" for k, v in metrics["pretraining"].items())
-        sparsity = metrics.get("sparsity", {}).get("overall")
-        print(f"{metrics['method']} + {metrics['objective']}: {losses}"
+    if metrics.is_text_run:  # a text (TAMT) run: dev-block losses, no splits
+        losses = ", ".join(f"{k} {v:.4f}" for k, v in (metrics.pretraining or {}).items())
+        sparsity = metrics.sparsity.overall if metrics.sparsity else None
+        print(f"{metrics.method} + {metrics.objective}: {losses}"
               + (f" at sparsity {sparsity:.3f}" if sparsity is not None else ""))
     else:
         print(summary_table(metrics))

@@ -153,7 +153,8 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
         merging = section.merging_splits()
         rows = []
         for group in group_runs(section):
-            measured = [(r.metrics.get("sparsity") or {}).get("overall") or 0.0 for r in group.runs]
+            measured = [(r.metrics.sparsity.overall if r.metrics.sparsity else None) or 0.0
+                        for r in group.runs]
             row = {"model": group.name, "sparsity": f"{sum(measured) / len(measured):.1%}",
                    "n": len(group.runs)}
             for column, stat in group.stats.items():

@@ -30,6 +30,7 @@ from srnet.evaluation.challenge import f_bias
 from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, id_collapse, rules_differ
 from srnet.io import load_yaml
 from srnet.rundir.layout import ATTACK_COLUMNS, COMPLETE, RunDir, load_attacks
+from srnet.rundir.record import RunMetrics, SparsityRecord, read_metrics
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec, LabelScheme
 from srnet.training.objectives import OBJECTIVES
@@ -45,7 +46,7 @@ class Run:
     """One complete run: where it is, its metrics and recipe, and its labels."""
 
     path: Path
-    metrics: dict[str, Any]
+    metrics: RunMetrics
     recipe: dict[str, Any]
     labels: dict[str, Any]
     seed: Any
@@ -62,7 +63,7 @@ class Run:
 
     def block(self, kind: str, split: str, rule: str) -> dict[str, Any] | None:
         """The ``kind`` (id/ood) split's scores under the collapse ``rule`` (None if not recorded)."""
-        block = (self.metrics.get(kind) or {}).get(split)
+        block = getattr(self.metrics, kind).get(split)
         if block is None:
             return None
         if "by_rule" in block:
@@ -73,7 +74,7 @@ class Run:
 
     def primary_rule(self) -> str | None:
         """The collapse rule of this run's top-level numbers, where one applies."""
-        rules = {b.get("collapse") for b in (self.metrics.get("ood") or {}).values()} - {None}
+        rules = {b.get("collapse") for b in self.metrics.ood.values()} - {None}
         return next(iter(rules)) if len(rules) == 1 else None
 
 
@@ -99,25 +100,18 @@ def find_runs(paths: Sequence[str | Path]) -> list[Path]:
 def load_run(path: str | Path) -> Run:
     """Read one run directory's metrics.json and config.yaml and label it."""
     run = RunDir(Path(path))
-    if not run.metrics.is_file():
-        raise SrnetError(f"{run.metrics}: not found (is '{path}' a finished srnet run?)")
+    metrics = read_metrics(run.root)
     try:
-        metrics = json.loads(run.metrics.read_text(encoding="utf-8"))
         config = run.config
         recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else {}
-    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        what = type(exc).__name__
-        raise SrnetError(f"{run.root}: unreadable metrics.json or config.yaml ({what})") from None
-    if not isinstance(metrics, dict) or not isinstance(recipe or {}, dict):
-        raise SrnetError(f"{run.root}: metrics.json or config.yaml is not a mapping")
-    for kind in ("id", "ood"):
-        splits = metrics.get(kind) or {}
-        if not isinstance(splits, dict) or not all(isinstance(b, dict) for b in splits.values()):
-            raise SrnetError(f"{run.metrics}: '{kind}' is not a mapping of split name -> scores")
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise SrnetError(f"{run.root}: unreadable config.yaml ({type(exc).__name__})") from None
+    if not isinstance(recipe or {}, dict):
+        raise SrnetError(f"{run.config}: not a mapping")
     recipe = recipe or {}
-    labels = run_labels(recipe, metrics.get("sparsity"))
-    return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.get("seed")),
-               split_schemes(recipe, metrics.get("task") or recipe.get("task")), load_attacks(run.root),
+    labels = run_labels(recipe, metrics.sparsity)
+    return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.seed),
+               split_schemes(recipe, metrics.task or recipe.get("task")), load_attacks(run.root),
                load_grid(run.root))
 
 
@@ -236,18 +230,18 @@ def grid_label(grid: dict[str, Any], keys: Sequence[str]) -> str:
     return " ".join(f"{k}={value(grid[k])}" for k in keys if k in grid)  # a stage's own keys only
 
 
-def run_labels(recipe: dict[str, Any], measured: dict[str, Any] | None = None) -> dict[str, Any]:
+def run_labels(recipe: dict[str, Any], measured: SparsityRecord | None = None) -> dict[str, Any]:
     """method, loss, paradigm, sparsity and any further tags of a run's recipe.
 
     The sparsity is the recipe's target; a run without pruning whose evaluated weights hold
-    zeros (``measured``: metrics.json's sparsity block, e.g. an evaluated subnetwork) is labelled
+    zeros (``measured``: the run record's sparsity block, e.g. an evaluated subnetwork) is labelled
     ``subnetwork`` at its measured sparsity (2 decimals) rather than ``dense``.
     """
     pruning = recipe.get("pruning") or {}
     tags = {str(k): str(v) for k, v in (recipe.get("tags") or {}).items()}
     method = tags.pop("method", None) or pruning.get("method") or DENSE
     sparsity = float(pruning.get("sparsity") or 0.0)
-    zeros = float((measured or {}).get("overall") or 0.0)
+    zeros = float(measured.overall or 0.0) if measured is not None else 0.0
     if method == DENSE and not pruning and zeros >= 0.01:
         method, sparsity = "subnetwork", round(zeros, 2)
     labels: dict[str, Any] = {
@@ -328,9 +322,9 @@ def sections(runs: Iterable[Run]) -> list[Section]:
     """Group runs into comparable sections (first-seen order)."""
     out: dict[tuple, Section] = {}
     for run in runs:
-        blocks = {kind: run.metrics.get(kind) or {} for kind in ("id", "ood")}
+        blocks = {"id": run.metrics.id, "ood": run.metrics.ood}
         sizes = {name: b.get("n") for kind in blocks for name, b in blocks[kind].items()}
-        key = (run.metrics.get("task"), tuple(blocks["id"]), tuple(blocks["ood"]), tuple(sizes.values()))
+        key = (run.metrics.task, tuple(blocks["id"]), tuple(blocks["ood"]), tuple(sizes.values()))
         if key not in out:
             out[key] = Section(str(key[0]), list(key[1]), list(key[2]), sizes, [])
         out[key].runs.append(run)
@@ -347,7 +341,7 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
         values[f"ID {split}"] = block.get("primary")
         if block.get("confusion") and block.get("accuracy") is not None:  # also older results
             values[f"{COLLAPSED} ID {split}"] = float(id_collapse(block)["collapsed"])
-        easy_hard = (run.metrics["id"].get(split) or {}).get("easy_hard")
+        easy_hard = (run.metrics.id.get(split) or {}).get("easy_hard")
         if easy_hard:
             values |= {f"easy {split}": easy_hard.get("easy"), f"hard {split}": easy_hard.get("hard"),
                        f"E-H {split}": easy_hard.get("gap")}
@@ -366,10 +360,10 @@ def run_values(run: Run, section: Section, rule: str | None = None) -> dict[str,
             collapsed = flag["collapsed"]
         if collapsed is not None:
             values[f"{COLLAPSED} {split}"] = float(collapsed)
-    movement = run.metrics.get("mask_movement")
+    movement = run.metrics.mask_movement
     if movement:
-        values[MASK_FLIPPED] = movement.get("flipped")
-        values[MASK_JACCARD] = movement.get("jaccard")
+        values[MASK_FLIPPED] = movement.flipped
+        values[MASK_JACCARD] = movement.jaccard
     values.update(f_bias_values(run, section, rule))
     values.update(attack_values(run))
     return values
@@ -414,7 +408,7 @@ def f_bias_values(run: Run, section: Section, rule: str) -> dict[str, float | No
     dense = [r for r in section.runs if r.dense and r.labels["loss"] == "ce"]
     out: dict[str, float | None] = {}
     for split in section.ood_splits:
-        recorded = (run.metrics.get("f_bias") or {}).get(split)
+        recorded = (run.metrics.f_bias or {}).get(split)
         pairs = [((r.block("id", id_split, rule) or {}).get("primary"),
                   (r.block("ood", split, rule) or {}).get("primary")) for r in dense]
         pairs = [p for p in pairs if None not in p]

@@ -18,6 +18,7 @@ from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import SparsityTable, sparsity_table
 from srnet.io import atomic_write
 from srnet.models import ALL_ROLES
+from srnet.rundir.record import RunMetrics
 
 PLOT_FORMATS = ("png", "pdf", "svg")
 
@@ -65,19 +66,19 @@ def format_table(
     return "\n".join([line(columns), rule, *(line(r) for r in cells)]) + "\n"
 
 
-def summary_table(metrics: Mapping[str, Any]) -> str:
-    """The ID vs OOD table of one run's ``metrics.json``.
+def summary_table(metrics: RunMetrics) -> str:
+    """The ID vs OOD table of one run's record.
 
     A header line (run, task, model, sparsity); one row per evaluated split with accuracy, the
     primary metric, the easy/hard gap (ID, when bias predictions exist), the shortcut gap and
     F_bias (OOD); then, for each split scored under a collapse rule, the rule and the other
     rule's accuracy and gap, and a heuristic x label table for each HANS-like split.
     """
-    head = [f"{key} {metrics[key]}" for key in ("run", "task", "model") if key in metrics]
-    sparsity = metrics.get("sparsity") or {}
-    if sparsity.get("overall") is not None:
-        head.append(f"sparsity {sparsity['overall']:.1%}")
-    f_bias = metrics.get("f_bias") or {}
+    head = [f"{key} {value}" for key in ("run", "task", "model")
+            if (value := getattr(metrics, key)) is not None]
+    if metrics.sparsity is not None and metrics.sparsity.overall is not None:
+        head.append(f"sparsity {metrics.sparsity.overall:.1%}")
+    f_bias = metrics.f_bias or {}
     rows = [
         {
             "split": split,
@@ -89,14 +90,14 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
             "shortcut_gap": block.get("shortcut_gap"),
             "f_bias": f_bias.get(split) if kind == "ood" else None,
         }
-        for kind in ("id", "ood")
-        for split, block in (metrics.get(kind) or {}).items()
+        for kind, blocks in (("id", metrics.id), ("ood", metrics.ood))
+        for split, block in blocks.items()
     ]
     columns = ["split", "kind", "n", "accuracy", "primary"]
     columns += [c for c in ("easy-hard", "shortcut_gap", "f_bias") if any(r[c] is not None for r in rows)]
     parts = ["  ".join(head), format_table(rows, columns)]
     parts += [line + "\n" for line in collapse_warnings(metrics)]
-    for split, block in (metrics.get("ood") or {}).items():
+    for split, block in metrics.ood.items():
         if block.get("collapse"):
             parts.append(_rules_line(split, block))
         by_heuristic = block.get("by_heuristic")
@@ -108,12 +109,12 @@ def summary_table(metrics: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def collapse_warnings(metrics: Mapping[str, Any]) -> list[str]:
+def collapse_warnings(metrics: RunMetrics) -> list[str]:
     """One line per ID split on which the model collapsed (one class, or accuracy near chance)."""
-    return [f"COLLAPSED: {metrics.get('run', 'the run')} is at chance on ID split {split} (accuracy "
+    return [f"COLLAPSED: {metrics.run or 'the run'} is at chance on ID split {split} (accuracy "
             f"{block['accuracy']:.4f}, majority class {block['chance']:.4f}): the model was lost, "
             "its numbers are no result"
-            for split, block in (metrics.get("id") or {}).items()
+            for split, block in metrics.id.items()
             if block.get("collapsed") and "chance" in block]
 
 

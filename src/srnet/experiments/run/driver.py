@@ -16,10 +16,12 @@ from pathlib import Path
 from srnet.config import Recipe, dump_recipe, load_recipe
 from srnet.errors import SrnetError
 from srnet.experiments.refs import stage_refs
-from srnet.experiments.run import task as task_run  # noqa: F401  (registers the run kinds)
+from srnet.experiments.run import tamt as _text_kind  # noqa: F401  (registers the run kind)
+from srnet.experiments.run import task as _task_kind  # noqa: F401  (registers the run kind)
 from srnet.experiments.run.kinds import RUN_KINDS
 from srnet.io import atomic_write_json, atomic_write_text
 from srnet.rundir.layout import RunDir, environment
+from srnet.rundir.record import RunMetrics
 from srnet.tasks import get_task
 from srnet.training.loop import is_main_process
 
@@ -31,7 +33,8 @@ class RunResult:
     """What a finished run produced."""
 
     run_dir: Path
-    metrics: dict = field(default_factory=dict)
+    metrics: RunMetrics = field(default_factory=RunMetrics)
+    """The run record (empty on a process of a multi-process run that writes nothing)."""
 
 
 def run_recipe(recipe: Recipe, *, resume: bool = False, overwrite: bool = False) -> RunResult:

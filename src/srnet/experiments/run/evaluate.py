@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from srnet.evaluation.metrics import evaluate_split, f_bias, id_collapse, predic
 from srnet.evaluation.predict import predict_logits, write_predictions
 from srnet.io import atomic_write_text
 from srnet.rundir.layout import RunDir
+from srnet.rundir.record import read_metrics
 from srnet.tasks import Task, split_name
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
@@ -87,22 +87,23 @@ def easy_hard_split(bias_file: Path, examples: list[Example], preds, labels: tup
 
 
 def f_bias_block(metrics: dict, dense_run: Path) -> dict:
-    """F_bias of each OOD split against the first ID split, relative to a dense reference run."""
+    """F_bias of each OOD split against the first ID split (``metrics``: the record being written),
+    relative to a dense reference run."""
     dense_path = RunDir(dense_run).metrics
     if not dense_path.is_file():
         raise SrnetError(f"dense_reference: {dense_path} not found (run the dense model first)")
-    dense = json.loads(dense_path.read_text(encoding="utf-8"))
+    dense = read_metrics(dense_path)
     if not metrics["id"]:
         raise SrnetError("F_bias needs an ID evaluation split (data.dev)")
     id_name = next(iter(metrics["id"]))
-    if id_name not in dense.get("id", {}):
+    if id_name not in dense.id:
         raise SrnetError(f"dense_reference {dense_run} has no ID split '{id_name}'")
     block = {"reference": str(dense_run), "id_split": id_name}
     for name, ood in metrics["ood"].items():
-        if name not in dense.get("ood", {}):
+        if name not in dense.ood:
             raise SrnetError(f"dense_reference {dense_run} has no OOD split '{name}'")
         block[name] = f_bias(
             metrics["id"][id_name]["primary"], ood["primary"],
-            dense["id"][id_name]["primary"], dense["ood"][name]["primary"],
+            dense.id[id_name]["primary"], dense.ood[name]["primary"],
         )
     return block

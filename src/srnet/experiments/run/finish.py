@@ -15,11 +15,11 @@ from torch import nn
 from srnet.config import Recipe
 from srnet.evaluation.mask_analysis import mask_movement, sparsity_table, unmoved_warning
 from srnet.export import export_model
-from srnet.io import atomic_write_json
 from srnet.models import DEFAULT_ROLES, classify_weight, find_prunable
 from srnet.pruning.base import PruningMethod
 from srnet.reporting.render import plot_sparsity_heatmap
 from srnet.rundir.layout import RunDir
+from srnet.rundir.record import RunMetrics, write_metrics
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
 from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
 
@@ -49,15 +49,16 @@ class Outcome:
     ``srnet export`` refuses another model); false for masks meant to move to other models (TAMT)."""
 
 
-def finish_run(outcome: Outcome) -> dict:
+def finish_run(outcome: Outcome) -> RunMetrics:
     """Record the mask's movement, save the masks (and scores), export the baked model, write
-    ``metrics.json`` and remove the checkpoints; returns the metrics."""
+    ``metrics.json`` (checked against the run record) and remove the checkpoints; returns the record."""
     recipe, run, method, masks, metrics = (outcome.recipe, outcome.run, outcome.method,
                                            outcome.masks, outcome.metrics)
     budget = method.mask_budget()
     if budget is not None:
         metrics["mask_budget"] = budget
     record_mask_movement(recipe, run, method, masks, metrics)
+    record = RunMetrics.model_validate(metrics)  # a writer that breaks the record fails before export
     metadata = mask_metadata(recipe, method, outcome.source, outcome.masked, masks) if masks else None
     if metadata is not None and outcome.owns_weights:
         metadata.trained_digest = weights_digest(outcome.baked)
@@ -69,11 +70,12 @@ def finish_run(outcome: Outcome) -> dict:
         if any(layer is not None for _, layer in map(classify_weight, masks)):
             plot_sparsity_heatmap(masks, run.root / "sparsity_heatmap.png", title=f"{recipe.name}: sparsity")
     export_model(outcome.masked, masks or {}, outcome.tokenizer, run.model, metadata=metadata,
-                 overwrite=True, baked=outcome.baked, metrics=metrics, recipe=recipe.model_dump(mode="json"))
-    metrics["time_s"] = round(time.perf_counter() - outcome.started, 1)
-    atomic_write_json(run.metrics, metrics)
+                 overwrite=True, baked=outcome.baked, metrics=record.as_json(),
+                 recipe=recipe.model_dump(mode="json"))
+    record.time_s = round(time.perf_counter() - outcome.started, 1)
+    write_metrics(run.root, record)
     shutil.rmtree(run.checkpoints, ignore_errors=True)
-    return metrics
+    return record
 
 
 def mask_metadata(recipe: Recipe, method: PruningMethod, source: str, model: nn.Module,

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from srnet.config import Recipe
 from srnet.registry import Registry
 from srnet.rundir.layout import RunDir
+from srnet.rundir.record import RunMetrics
 from srnet.tasks import Task
 
 
@@ -28,8 +29,8 @@ class RunKind(ABC):
         """Check the recipe's inputs and load what the run needs; no file is written."""
 
     @abstractmethod
-    def execute(self, recipe: Recipe, prepared: Any, run: RunDir, *, resume: bool, main: bool) -> dict:
-        """Train (or only prune), evaluate and finish ``run``; return its metrics (``{}`` on a
+    def execute(self, recipe: Recipe, prepared: Any, run: RunDir, *, resume: bool, main: bool) -> RunMetrics:
+        """Train (or only prune), evaluate and finish ``run``; return its record (empty on a
         process other than the main one of a multi-process run)."""
 
 

@@ -10,7 +10,6 @@ the mask (tied to the backbone's fingerprint, not to any task), the exported mod
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -31,6 +30,7 @@ from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
 from srnet.pruning.lifecycle import check_data, prune
 from srnet.rundir.layout import RunDir
+from srnet.rundir.record import RunMetrics, read_metrics
 from srnet.tasks import Task
 from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
@@ -68,7 +68,7 @@ class TextMaskSearch(RunKind):
         return prepare_text(recipe)
 
     def execute(self, recipe: Recipe, prepared: PreparedText, run: RunDir, *, resume: bool,
-                main: bool) -> dict:
+                main: bool) -> RunMetrics:
         return execute_text(recipe, prepared, run, resume=resume)
 
 
@@ -123,7 +123,7 @@ def prepare_text(recipe: Recipe) -> PreparedText:
     return PreparedText(source, tokenizer, model, method, objective, head, train, dev)
 
 
-def execute_text(recipe: Recipe, ready: PreparedText, run: RunDir, *, resume: bool) -> dict:
+def execute_text(recipe: Recipe, ready: PreparedText, run: RunDir, *, resume: bool) -> RunMetrics:
     """Search the mask (or decide it once), score it on the dev blocks and finish the run."""
     started = time.perf_counter()
     model, method, objective, tokenizer = ready.model, ready.method, ready.objective, ready.tokenizer
@@ -173,11 +173,6 @@ def read_pretraining(mask_file: str | Path) -> dict | None:
     """The ``pretraining`` block of the run a mask file came from (None when it has none)."""
     path = Path(mask_file)
     folder = path if path.is_dir() else path.parent
-    metrics = RunDir(folder).metrics
-    if not metrics.is_file():
+    if not RunDir(folder).metrics.is_file():
         return None
-    try:
-        data = json.loads(metrics.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise SrnetError(f"{metrics}: not a valid metrics.json") from None
-    return data.get("pretraining") if isinstance(data, dict) else None
+    return read_metrics(folder).pretraining

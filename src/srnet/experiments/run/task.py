@@ -28,6 +28,7 @@ from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
 from srnet.pruning.lifecycle import check_data, prune
 from srnet.rundir.layout import RunDir
+from srnet.rundir.record import RunMetrics
 from srnet.tasks import Task, split_name
 from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
@@ -85,7 +86,8 @@ class TaskRun(RunKind):
         method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
         return Prepared(task, data, source, tokenizer, model, method, objective, loss, extras or {})
 
-    def execute(self, recipe: Recipe, prepared: Prepared, run: RunDir, *, resume: bool, main: bool) -> dict:
+    def execute(self, recipe: Recipe, prepared: Prepared, run: RunDir, *, resume: bool,
+                main: bool) -> RunMetrics:
         started = time.perf_counter()
         ready, task, data = prepared, prepared.task, prepared.data
         tokenizer, model, method = ready.tokenizer, ready.model, ready.method
@@ -108,7 +110,7 @@ class TaskRun(RunKind):
             trained = {"mixed_precision": trainer.precision,
                        "selection": selection_block(recipe, selected_on, best_step, trainer.steps)}
             if not main:  # the other ranks trained in step with rank 0, which evaluates and writes
-                return {}
+                return RunMetrics()
         else:
             model.to(default_device())
             masks = prune(method, model)

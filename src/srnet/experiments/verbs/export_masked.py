@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from srnet.errors import SrnetError
 from srnet.io import load_yaml
 from srnet.rundir.layout import RunDir, load_attacks
+from srnet.rundir.record import read_metrics
 
 
 def export_run(
@@ -63,8 +63,7 @@ def _card_context(folder: Path) -> dict:
     run = RunDir(folder)
     config = run.config
     recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else None
-    return {"metrics": json.loads(run.metrics.read_text(encoding="utf-8")), "attacks": load_attacks(folder),
-            "recipe": recipe}
+    return {"metrics": read_metrics(folder).as_json(), "attacks": load_attacks(folder), "recipe": recipe}
 
 
 def _mask_run(masks: str | Path) -> Path | None:

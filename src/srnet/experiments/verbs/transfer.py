@@ -17,6 +17,7 @@ from srnet.errors import SrnetError
 from srnet.experiments.run.driver import run_recipe
 from srnet.experiments.run.tamt import read_pretraining
 from srnet.io import atomic_write_json
+from srnet.rundir.record import RunMetrics
 from srnet.sparsity.mask_io import MASKS_FILENAME, load_masks
 
 SUMMARY = "transfer.json"
@@ -67,11 +68,11 @@ def transfer(
     return TransferResult(out, summary)
 
 
-def _scores(metrics: dict) -> dict:
+def _scores(metrics: RunMetrics) -> dict:
     """The primary metric of every ID and OOD split (and the OOD shortcut gaps)."""
-    row: dict = {"task": metrics.get("task")}
-    for kind in ("id", "ood"):
-        for name, block in metrics.get(kind, {}).items():
+    row: dict = {"task": metrics.task}
+    for blocks in (metrics.id, metrics.ood):
+        for name, block in blocks.items():
             row[name] = block["primary"]
             if "shortcut_gap" in block:
                 row[f"{name}_shortcut_gap"] = block["shortcut_gap"]

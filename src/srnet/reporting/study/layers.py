@@ -17,6 +17,7 @@ from srnet.reporting.study.base import (
     register_section,
     slug,
 )
+from srnet.rundir.record import SparsityRecord
 
 
 def layer_table(group: Group) -> SparsityTable | None:
@@ -24,10 +25,10 @@ def layer_table(group: Group) -> SparsityTable | None:
     cells: dict[tuple[int, str], list[float]] = {}
     overall = []
     for run in group.runs:
-        block = run.metrics.get("sparsity") or {}
-        if block.get("overall") is not None:
-            overall.append(block["overall"])
-        for key, value in (block.get("by_layer_role") or {}).items():
+        block = run.metrics.sparsity or SparsityRecord()
+        if block.overall is not None:
+            overall.append(block.overall)
+        for key, value in (block.by_layer_role or {}).items():
             layer, _, role = key.partition(".")
             if layer.isdigit():
                 cells.setdefault((int(layer), role), []).append(value)

@@ -82,6 +82,6 @@ def _majority(runs: list[Run], split: str | None) -> float | None:
     """The dev split's majority-class share when every run that recorded it agrees."""
     if split is None:
         return None
-    blocks = [(run.metrics["id"].get(split) or {}).get("majority") for run in runs]
+    blocks = [(run.metrics.id.get(split) or {}).get("majority") for run in runs]
     shares = {round(float(m["fraction"]), 6) for m in blocks if isinstance(m, dict) and "fraction" in m}
     return shares.pop() if len(shares) == 1 else None

@@ -32,6 +32,7 @@ from srnet.reporting.study.base import (
     relative,
     short,
 )
+from srnet.rundir.layout import RunDir
 
 BENCH = "bench.json"
 EXPORT_RECORD = "export.json"
@@ -110,7 +111,7 @@ def timed(bench: Path) -> Timed:
     out, missing = [], []
     for model, by_batch in speed.items():
         folder = run_of(model, root)
-        if folder is None or not (folder / "metrics.json").is_file():
+        if folder is None or not RunDir(folder).metrics.is_file():
             missing.append(model)
             continue
         run = load_run(folder)
@@ -119,9 +120,9 @@ def timed(bench: Path) -> Timed:
         name += f" ({labels['objective']})" if "objective" in labels else ""
         row = {"model": name, "loss": labels["loss"], "removed": labels["sparsity"],
                "params_m": params[model]}
-        for split, block in list((run.metrics.get("id") or {}).items())[:1]:
+        for split, block in list(run.metrics.id.items())[:1]:
             row[short(split)] = block.get("accuracy")
-        for split, block in list((run.metrics.get("ood") or {}).items())[:1]:
+        for split, block in list(run.metrics.ood.items())[:1]:
             row[short(split)] = block.get("accuracy")
             row["gap"] = block.get("shortcut_gap")
         row |= {f"speedup_b{batch}": by_batch.get(batch) for batch in batches}

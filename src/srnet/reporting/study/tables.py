@@ -62,14 +62,14 @@ class SeedAveragedTables(SetSection):
         merging = section.merging_splits()
         if merging:
             lines += [f"Scoring of {', '.join(merging)}: collapse rule `{rule}`: {RULE_TEXT[rule]}."]
-            legacy = [r for r in section.runs if any("by_rule" not in r.metrics["ood"][s] for s in merging)]
+            legacy = [r for r in section.runs if any("by_rule" not in r.metrics.ood[s] for s in merging)]
             if legacy:
                 lines += [f"{len(legacy)} run(s) predate recording both rules: their metrics.json holds "
                           "`sum` only."]
             lines += [""]
         for split in section.id_splits:
             sizes = {(b["n_easy"], b["n_hard"]) for r in section.runs
-                     if (b := (r.metrics["id"].get(split) or {}).get("easy_hard"))}
+                     if (b := (r.metrics.id.get(split) or {}).get("easy_hard"))}
             if sizes:
                 shown = "; ".join(f"{e:,} easy / {h:,} hard" for e, h in sorted(sizes))
                 lines += [f"Easy/hard split of {split} (easy = the bias model predicts the gold label): "

@@ -50,18 +50,18 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 
 def is_search(run: Run) -> bool:
     """A raw-text mask search: dev losses of a masked pre-trained model."""
-    return "pretraining" in run.metrics and run.metrics.get("method") not in (None, "dense") \
-        and "sparsity" in run.metrics
+    return run.metrics.is_text_run and run.metrics.method not in (None, "dense") \
+        and run.metrics.sparsity is not None
 
 
 def is_text_dense(run: Run) -> bool:
     """A raw-text run without a mask (the dense model's dev losses, e.g. the MLM-head probe)."""
-    return "pretraining" in run.metrics and run.metrics.get("method") in (None, "dense")
+    return run.metrics.is_text_run and run.metrics.method in (None, "dense")
 
 
 def method_name(run: Run) -> str:
     """random, OMP, IMP-MLM, TAMT-MLM, TAMT-KD, TAMT-MLM+KD (one-shot masks train no objective)."""
-    method, objective = str(run.metrics.get("method")), str(run.metrics.get("objective"))
+    method, objective = str(run.metrics.method), str(run.metrics.objective)
     if method in ("random", "omp"):
         return PRUNERS[method]
     return f"{PRUNERS.get(method, method)}-{OBJECTIVES.get(objective, objective)}"
@@ -93,15 +93,15 @@ def collect(runs: list[Run]) -> list[TamtStudy]:
         dense: dict[str, Any] = {"method": "dense", "sparsity": 0.0}
         for run in runs:
             if is_text_dense(run) and study_folder(run) == folder:
-                dense.update(run.metrics["pretraining"])
+                dense.update(run.metrics.pretraining or {})
                 break
-        rows = {run.path.resolve(): {"method": method_name(run), **run.metrics["pretraining"],
-                                     "sparsity": run.metrics["sparsity"]["overall"]} for run in mine}
+        rows = {run.path.resolve(): {"method": method_name(run), **(run.metrics.pretraining or {}),
+                                     "sparsity": run.metrics.sparsity.overall} for run in mine}
         by_stage_key = {tuple(run.path.parts[-2:]): run.path.resolve() for run in mine}
         ids: dict[str, None] = {}
         oods: dict[str, None] = {}
         for run in runs:  # in path order: a later transfer of the same mask and split wins
-            if "pretraining" in run.metrics:
+            if run.metrics.is_text_run:
                 continue
             mask = recorded_param(run.recipe.get("pruning"), "mask_file")
             if mask is None:
@@ -111,7 +111,7 @@ def collect(runs: list[Run]) -> list[TamtStudy]:
             if target is None:
                 continue
             for kind, seen in (("id", ids), ("ood", oods)):
-                for split, block in (run.metrics.get(kind) or {}).items():
+                for split, block in getattr(run.metrics, kind).items():
                     target[short(split)] = block.get("accuracy")
                     seen.setdefault(short(split), None)
                     if kind == "ood" and "shortcut_gap" in block:

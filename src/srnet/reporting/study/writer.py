@@ -22,7 +22,7 @@ from srnet.reporting.study.base import (
     relative,
 )
 
-log = logging.getLogger("srnet.reporting.render")
+log = logging.getLogger("srnet.reporting")
 
 INTRO = (
     "Cells are mean ± sample std over the runs of a configuration (seeds); n is the number of runs. "
