@@ -189,6 +189,7 @@ def test_cli_attack_nli_run_edits_only_the_hypothesis(capsys, nli_run):
     attacked = [r for r in rows if r["result"] != "skipped"]
     mean_queries = sum(r["queries"] for r in attacked) / max(1, len(attacked))
     assert summary["avg_queries"] == pytest.approx(mean_queries)
+    assert summary["survivors"] == [r["id"] for r in rows if r["result"] == "failed"]
     assert "success_rate" in out
 
 

@@ -68,8 +68,10 @@ def _documented_block() -> str:
     return re.search(r"`metrics.json`:\n\n```text\n(.*?)```", text, re.S).group(1)
 
 
-@pytest.mark.parametrize("model", [RunMetrics, Selection, MaskMovement, SparsityRecord, SplitScores, EasyHard],
-                         ids=lambda m: m.__name__)
+MODELS = [RunMetrics, Selection, MaskMovement, SparsityRecord, SplitScores, EasyHard]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_the_run_directory_page_names_every_field(model):
     words = set(re.findall(r"\w+", _documented_block()))
     fields = model.model_fields if hasattr(model, "model_fields") else model.__annotations__
@@ -80,4 +82,5 @@ def test_the_run_directory_page_names_every_field(model):
 def test_every_top_level_key_of_the_page_is_a_field():
     documented = {line.split(":")[0].split(".")[0].strip()
                   for line in _documented_block().splitlines() if re.match(r"^[a-z_.<>]+\s*:", line)}
-    assert documented and documented <= set(RunMetrics.model_fields), documented - set(RunMetrics.model_fields)
+    fields = set(RunMetrics.model_fields)
+    assert documented and documented <= fields, documented - fields

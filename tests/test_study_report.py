@@ -389,3 +389,53 @@ def test_seeds_written_by_two_sweep_folders_pool_and_other_settings_split():
     apart = split_recipes([run(1, "runs/study", "429b8f061a2c2ff3"),
                            run(2, "runs/study", "9fc5923da68b01f1", lr=2e-5)])
     assert [r.labels["recipe"] for r in apart] == ["training.lr=0.0001", "training.lr=2e-05"]
+
+
+def _summary(survivors: list[str], *, total: int = 6, attacked: int = 5, queries: float = 10.0,
+             split: str = "sst2_test") -> dict:
+    failed = len(survivors)
+    return {"split": split, "seed": 0, "total": total, "attacked": attacked, "successful": attacked - failed,
+            "failed": failed, "skipped": total - attacked, "clean": attacked / total, "aua": failed / total,
+            "success_rate": 1 - failed / attacked, "avg_queries": queries, "survivors": survivors}
+
+
+def test_the_attack_union_counts_a_sentence_only_if_it_survives_every_attack(tmp_path):
+    from srnet.rundir.layout import UNION, load_attacks, union_summary
+
+    char, word = _summary(["a", "b", "c"], queries=12.0), _summary(["b", "c", "d", "e"], queries=30.0)
+    union = union_summary({"charswap": char, "textfooler": word})
+    assert union["attacks"] == ["charswap", "textfooler"]
+    assert union["aua"] == pytest.approx(2 / 6) and union["success_rate"] == pytest.approx(1 - 2 / 5)
+    assert union["clean"] == pytest.approx(5 / 6) and union["avg_queries"] == 42.0
+    assert union_summary({"charswap": char}) is None  # one attack is no union
+    assert union_summary({"charswap": char, "wordswap": _summary(["a"], split="dev")}) is None
+    older = {k: v for k, v in word.items() if k != "survivors"}
+    assert union_summary({"charswap": char, "wordswap": older}) is None  # no survivors recorded
+
+    run = write_run(tmp_path, "dense", seed=1, dev=0.9)
+    (run / "attack").mkdir()
+    for name, summary in (("charswap", char), ("textfooler", word)):
+        (run / "attack" / f"{name}.json").write_text(json.dumps(summary))
+    assert load_attacks(run)[UNION]["aua"] == pytest.approx(2 / 6)
+    text = write_report([tmp_path], tmp_path / "rep", figures=False).path.read_text()
+    assert "### All attacks (union)" in text and "every attack (charswap, textfooler)" in text
+    assert text.index("### Attack `textfooler`") < text.index("### All attacks (union)")
+
+
+def test_backfill_gives_older_attack_summaries_their_survivors(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("backfill", Path(__file__).parents[1] / "benchmarks"
+                                                  / "backfill_attack_survivors.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    attack = tmp_path / "run" / "attack"
+    attack.mkdir(parents=True)
+    summary = {k: v for k, v in _summary(["x"], total=3, attacked=2).items() if k != "survivors"}
+    (attack / "charswap.json").write_text(json.dumps(summary))
+    rows = [{"id": "x", "result": "failed"}, {"id": "y", "result": "successful"},
+            {"id": "z", "result": "skipped"}]
+    (attack / "charswap.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert module.backfill(tmp_path) == 1
+    assert json.loads((attack / "charswap.json").read_text())["survivors"] == ["x"]
+    assert module.backfill(tmp_path) == 0  # already there

@@ -197,4 +197,26 @@ def load_attacks(root: Path) -> dict[str, dict[str, Any]]:
         if not isinstance(summary, dict) or not all(k in summary for k in ATTACK_COLUMNS.values()):
             raise SrnetError(f"{path}: not an attack summary (needs {sorted(ATTACK_COLUMNS.values())})")
         out[path.stem] = summary
-    return out
+    union = union_summary(out)
+    return out | ({UNION: union} if union else {})
+
+
+UNION = "union"
+"""The pseudo-attack a run gets when it was attacked by several attacks on the same examples: a
+sentence survives only if it survives every one (the Robust Tickets paper reads its table so)."""
+
+
+def union_summary(summaries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Aua over the sentences that survive every attack in ``summaries`` (each with its
+    ``survivors``, on the same split, seed and examples); None for fewer than two such attacks."""
+    kept = {name: s for name, s in summaries.items() if isinstance(s.get("survivors"), list)}
+    same = {(s.get("split"), s.get("seed"), s.get("total"), s.get("attacked")) for s in kept.values()}
+    if len(kept) < 2 or len(same) != 1:
+        return None
+    first = next(iter(kept.values()))
+    survivors = set.intersection(*(set(s["survivors"]) for s in kept.values()))
+    total, attacked = first["total"], first["attacked"]
+    return {"attacks": sorted(kept), "split": first.get("split"), "total": total, "attacked": attacked,
+            "clean": first["clean"], "aua": len(survivors) / total if total else 0.0,
+            "success_rate": 1 - len(survivors) / attacked if attacked else 0.0,
+            "avg_queries": sum(s["avg_queries"] for s in kept.values())}

@@ -111,6 +111,7 @@ def attack_run(
         "split": split_name(spec),
         "seed": seed,
         **attack_metrics(outcomes),
+        "survivors": [ex.id for ex, o in zip(attacked, outcomes, strict=True) if o.result == "failed"],
         "rescore_rejected": rejected,
         "model_evaluations": victim.evaluated,
         "time_s": round(elapsed, 1),
