@@ -338,7 +338,7 @@ def test_run_kind_on_task(kind, task_name, kind_runs, tmp_path):
     missing = [name for name in RUN_FILES if not (run / name).is_file()]
     assert not missing, missing
     assert not (run / "checkpoints").exists()
-    assert json.loads((run / "metrics.json").read_text()) == result.metrics
+    assert json.loads((run / "metrics.json").read_text()) == result.metrics.as_json()
 
     # 2. exact sparsity in every masked matrix; masks round-trip bit for bit
     masks, meta = load_masks(run / "masks.safetensors")

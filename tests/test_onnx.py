@@ -247,11 +247,11 @@ def test_a_run_evaluates_its_final_model_under_onnx_runtime_fp32_and_int8(tiny_d
     for runtime in ("torch", "onnx", "onnx-int8"):
         recipe = {**base, "name": runtime, "evaluation": {"runtime": runtime}}
         scores[runtime] = api.run(recipe).metrics
-    assert "runtime" not in scores["torch"]
-    assert scores["onnx"]["runtime"]["check"]["max_abs_diff"] <= 1e-4
-    int8 = scores["onnx-int8"]["runtime"]["int8"]["vs_fp32"]
+    assert scores["torch"].runtime is None
+    assert scores["onnx"].runtime["check"]["max_abs_diff"] <= 1e-4
+    int8 = scores["onnx-int8"].runtime["int8"]["vs_fp32"]
     assert int8["probe"] == [64, 32] and 0.9 <= int8["agreement"] <= 1.0
-    accuracy = {r: scores[r]["id"]["synthetic_dev"]["accuracy"] for r in scores}
+    accuracy = {r: scores[r].id["synthetic_dev"]["accuracy"] for r in scores}
     assert accuracy["onnx"] == accuracy["torch"] and abs(accuracy["onnx-int8"] - accuracy["torch"]) < 0.1
     fingerprints = {r: recipe_from_dict({**base, "evaluation": {"runtime": r}}).fingerprint()
                     for r in ("torch", "onnx")}

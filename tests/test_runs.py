@@ -25,11 +25,11 @@ def test_f_bias_against_dense_reference(tmp_path, tiny_model_dir):
     dense = api.run(recipe(tmp_path, tiny_model_dir, "dense")).metrics
     pruned = api.run(recipe(tmp_path, tiny_model_dir, "omp", dense_reference=str(tmp_path / "dense"),
                             pruning={"method": "omp", "sparsity": 0.4})).metrics
-    d, o = pruned["id"]["synthetic_dev"]["primary"], pruned["ood"]["synthetic_challenge"]["primary"]
-    dd, do = dense["id"]["synthetic_dev"]["primary"], dense["ood"]["synthetic_challenge"]["primary"]
+    d, o = pruned.id["synthetic_dev"]["primary"], pruned.ood["synthetic_challenge"]["primary"]
+    dd, do = dense.id["synthetic_dev"]["primary"], dense.ood["synthetic_challenge"]["primary"]
     if dd == do:
         pytest.skip("dense model has no ID-OOD gap to compare against")
-    assert pruned["f_bias"]["synthetic_challenge"] == pytest.approx(((d - o) / d) / ((dd - do) / dd))
+    assert pruned.f_bias["synthetic_challenge"] == pytest.approx(((d - o) / d) / ((dd - do) / dd))
 
 
 def test_ood_informed_training_mixes_relabelled_challenge_examples(tmp_path, tiny_model_dir):
