@@ -84,3 +84,12 @@ def test_every_top_level_key_of_the_page_is_a_field():
                   for line in _documented_block().splitlines() if re.match(r"^[a-z_.<>]+\s*:", line)}
     fields = set(RunMetrics.model_fields)
     assert documented and documented <= fields, documented - fields
+
+
+def test_the_api_reads_a_finished_runs_record():
+    from srnet import api
+
+    run = RECORDS[0].parent
+    assert api.metrics(run) == read_metrics(run / "metrics.json")
+    with pytest.raises(SrnetError, match="not found"):
+        api.metrics(run / "no_such_run")

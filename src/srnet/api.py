@@ -22,6 +22,7 @@ from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
 from srnet.experiments.sweep.execute import SweepResult
 from srnet.rundir.layout import RunDir
+from srnet.rundir.record import RunMetrics, read_metrics
 
 
 def run(
@@ -405,6 +406,12 @@ def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:
     from srnet.experiments.verbs.bench import bench as run
 
     return run(list(models), **settings)
+
+
+def metrics(run: str | Path) -> RunMetrics:
+    """The run record (``metrics.json``, typed) of a finished run directory (any srnet version's:
+    unknown keys are kept, every field is optional); one-line SrnetError when it is not a run."""
+    return read_metrics(run)
 
 
 def info() -> dict[str, Any]:
