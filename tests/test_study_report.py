@@ -416,10 +416,16 @@ def test_the_attack_union_counts_a_sentence_only_if_it_survives_every_attack(tmp
     (run / "attack").mkdir()
     for name, summary in (("charswap", char), ("textfooler", word)):
         (run / "attack" / f"{name}.json").write_text(json.dumps(summary))
-    assert load_attacks(run)[UNION]["aua"] == pytest.approx(2 / 6)
+    assert load_attacks(run)[UNION + "charswap+textfooler"]["aua"] == pytest.approx(2 / 6)
+    other = write_run(tmp_path, "dense2", seed=2, dev=0.9)  # attacked by another set: its own table
+    (other / "attack").mkdir()
+    for name, summary in (("charswap", char), ("wordswap", _summary(["a"]))):
+        (other / "attack" / f"{name}.json").write_text(json.dumps(summary))
     text = write_report([tmp_path], tmp_path / "rep", figures=False).path.read_text()
-    assert "### All attacks (union)" in text and "every attack (charswap, textfooler)" in text
-    assert text.index("### Attack `textfooler`") < text.index("### All attacks (union)")
+    assert "### All attacks (union of charswap, textfooler)" in text
+    assert "### All attacks (union of charswap, wordswap)" in text
+    assert "every attack (charswap, textfooler)" in text
+    assert text.index("### Attack `wordswap`") < text.index("### All attacks (union of charswap, textfooler)")
 
 
 def test_backfill_gives_older_attack_summaries_their_survivors(tmp_path):

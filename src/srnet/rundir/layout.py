@@ -198,12 +198,14 @@ def load_attacks(root: Path) -> dict[str, dict[str, Any]]:
             raise SrnetError(f"{path}: not an attack summary (needs {sorted(ATTACK_COLUMNS.values())})")
         out[path.stem] = summary
     union = union_summary(out)
-    return out | ({UNION: union} if union else {})
+    return out | ({UNION + "+".join(union["attacks"]): union} if union else {})
 
 
-UNION = "union"
-"""The pseudo-attack a run gets when it was attacked by several attacks on the same examples: a
-sentence survives only if it survives every one (the Robust Tickets paper reads its table so)."""
+UNION = "union:"
+"""Name prefix of the pseudo-attack a run gets when it was attacked by several attacks on the same
+examples (``union:charswap+textfooler``): a sentence survives only if it survives every one (the
+Robust Tickets paper reads its table so). The members are in the name, so runs attacked by other
+sets of attacks are never averaged together."""
 
 
 def union_summary(summaries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ class AttackTables(SetSection):
     def render(self, study: Study, runs: RunSet) -> Part:
         part = Part()
         names = {name for run in runs.section.runs for name in run.attacks}
-        for name in sorted(names, key=lambda n: (n == UNION, n)):  # the union last
+        for name in sorted(names, key=lambda n: (n.startswith(UNION), n)):  # unions last
             summaries = [run.attacks[name] for run in runs.section.runs if name in run.attacks]
             splits = ", ".join(sorted({str(s.get("split")) for s in summaries}))
             totals = ", ".join(str(t) for t in sorted({s.get("total") for s in summaries}, key=str))
@@ -37,11 +37,11 @@ class AttackTables(SetSection):
             attacked = [g for g in runs.groups if any(c in g.stats for c in columns)]
             table = stats_table(attacked, list(columns), headers=columns, digits=1)
             part.tables.append(table)
-            if name == UNION:
-                names = sorted({a for s in summaries for a in s["attacks"]})
+            if name.startswith(UNION):
+                members = name.removeprefix(UNION).split("+")
                 part.lines += [
-                    "", "### All attacks (union)", "",
-                    f"A sentence survives only if it survives every attack ({', '.join(names)}) on "
+                    "", f"### All attacks (union of {', '.join(members)})", "",
+                    f"A sentence survives only if it survives every attack ({', '.join(members)}) on "
                     f"{splits}, {totals} examples per run: Aua% = survivors/total, Suc% = 1 − "
                     "survivors/attacked, #Query = the attacks' #Query summed; mean ± std over runs.", "",
                     table]
