@@ -9,6 +9,7 @@ Files and folders are created with the permissions the umask gives (0644 / 0755 
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -170,6 +171,30 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path
 MAX_YAML_NODES = 200_000
 """The most values a YAML document may expand to, aliases counted at every use: a recipe or sweep
 is a few hundred; a 'billion laughs' of nested aliases is refused instead of filling memory."""
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    _digest_file(digest, Path(path))
+    return digest.hexdigest()
+
+
+def folder_sha256(folder: str | Path) -> str:
+    """The SHA-256 of a folder's files: each relative name then its bytes, in name order
+    (``__pycache__`` left out)."""
+    folder = Path(folder)
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(folder).as_posix().encode())
+        _digest_file(digest, path)
+    return digest.hexdigest()
+
+
+def _digest_file(digest: Any, path: Path) -> None:
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
 
 
 def load_yaml(text: str, source: str) -> Any:

