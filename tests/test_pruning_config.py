@@ -11,6 +11,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from srnet import compat
+from srnet.compat import recorded_param
 from srnet.config import load_recipe, recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.experiments.sweep.plan import load_sweep, plan_sweep
@@ -26,8 +28,6 @@ from srnet.pruning import (
     method_help,
     register_method,
 )
-from srnet.pruning import config as pruning_config
-from srnet.pruning.config import recorded_param
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,9 +69,9 @@ CASES = {
 @pytest.fixture(autouse=True)
 def _fresh_notes():
     """Deprecation notes are logged once per process: forget them between tests."""
-    pruning_config._NOTES.clear()
+    compat._NOTES.clear()
     yield
-    pruning_config._NOTES.clear()
+    compat._NOTES.clear()
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -19,6 +19,7 @@ from srnet.bias.model import BiasConfig
 from srnet.compat import RECIPE_KEYS_ADDED_LATER, SPLIT_KEYS_ADDED_LATER, drop_defaults
 from srnet.errors import SrnetError
 from srnet.io import load_yaml
+from srnet.loss_inputs import BUILT_IN_SOURCES, check_plugin_sources
 from srnet.losses import LOSSES
 from srnet.plugins import load_plugins
 from srnet.pruning.config import DENSE, PruningConfig
@@ -73,16 +74,37 @@ class LossConfig(_Strict):
         None, description="teacher run directory or predictions file for the training split"
     )
     difficulty: str | None = Field(None, description="RMC difficulty file for the training split")
+    inputs: dict[str, str] = Field(
+        default_factory=dict,
+        description="files of plug-in loss inputs, by the input's source key (srnet.loss_inputs)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> LossConfig:
-        """The loss and its params, checked when the recipe loads (a sweep: when it is planned),
-        not when a late stage starts."""
+        """The loss, its params and its inputs' sources, checked when the recipe loads (a sweep:
+        when it is planned), not when a late stage starts."""
         try:
             LOSSES.params(self.name, self.params)
+            check_plugin_sources(self.inputs, BUILT_IN_SOURCES, self.spell)
         except SrnetError as exc:
             raise ValueError(str(exc)) from None
         return self
+
+    def input_files(self, bias_dir: str | None = None) -> dict[str, str | None]:
+        """Every input source's file as this section gives it (the bias file defaults to
+        ``<bias_dir>/train.jsonl``)."""
+        bias = self.bias_predictions
+        if bias is None and bias_dir:
+            bias = str(Path(bias_dir) / "train.jsonl")
+        return {**self.inputs, "bias_predictions": bias, "teacher": self.teacher,
+                "difficulty": self.difficulty}
+
+    @staticmethod
+    def spell(source: str) -> str:
+        """How a recipe gives the file of the input read from ``source``."""
+        if source == "bias_predictions":
+            return "loss.bias_predictions or bias_dir"
+        return f"loss.{source}" if source in BUILT_IN_SOURCES else f"loss.inputs.{source}"
 
 
 def _objectives_by_use() -> dict[str, list[str]]:

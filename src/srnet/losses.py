@@ -1,14 +1,11 @@
 """Training losses behind one registry: ``ce``, ``poe``, ``reweight``, ``conf_reg``, ``rmc``.
 
 A loss maps ``(logits [B, C], labels [B], extras, progress) -> scalar``.  ``extras`` holds the
-per-example batch tensors a loss declares in ``requires``:
+per-example batch tensors a loss declares in ``requires``: registered loss inputs
+(:mod:`srnet.loss_inputs`: ``bias_log_probs`` [B, C], ``teacher_probs`` [B, C], ``difficulty``
+[B]), each checked on every call by its input's check; a bad one is a one-line ``SrnetError``.
 
-* ``"bias_log_probs"`` [B, C]: the bias model's natural-log probabilities (rows logsumexp to 0);
-* ``"teacher_probs"`` [B, C]: a teacher's probabilities (rows sum to 1);
-* ``"difficulty"`` [B]: RMC sample difficulty in [0, 1].
-
-``progress`` is the fraction of training done, in [0, 1] (used by annealing).  Extras are
-checked on every call; a bad one is a one-line ``SrnetError``.
+``progress`` is the fraction of training done, in [0, 1] (used by annealing).
 
 Adding a loss is one class and its ``@register_loss("name")`` line::
 
@@ -22,7 +19,7 @@ Adding a loss is one class and its ``@register_loss("name")`` line::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import torch
@@ -31,13 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from srnet.errors import SrnetError
+from srnet.loss_inputs import BIAS, DIFFICULTY, TEACHER, check_batch
 from srnet.registry import Registry
 
-BIAS = "bias_log_probs"
-TEACHER = "teacher_probs"
-DIFFICULTY = "difficulty"
-EXTRA_KEYS = (BIAS, TEACHER, DIFFICULTY)
-TOLERANCE = 1e-3
 _TINY = 1e-12
 
 
@@ -70,18 +63,6 @@ class Loss(ABC):
     def __init__(self, params: BaseModel | None = None) -> None:
         self.params = params if params is not None else self.params_model()
 
-    @property
-    def requires_bias(self) -> bool:
-        return BIAS in self.requires
-
-    @property
-    def requires_teacher(self) -> bool:
-        return TEACHER in self.requires
-
-    @property
-    def requires_difficulty(self) -> bool:
-        return DIFFICULTY in self.requires
-
     def __call__(
         self,
         logits: Tensor,
@@ -105,53 +86,8 @@ class Loss(ABC):
             raise SrnetError(f"loss '{self.name}': logits have shape {list(logits.shape)}; expected [B, C]")
         if not 0 <= progress <= 1:
             raise SrnetError(f"loss '{self.name}': progress {progress}; expected a number in [0, 1]")
-        batch, classes = logits.shape
-        for key in sorted(self.requires):
-            if key not in extras:
-                raise SrnetError(f"loss '{self.name}' needs the batch extra '{key}'; got {sorted(extras)}")
-            value = extras[key]
-            expected = [batch] if key == DIFFICULTY else [batch, classes]
-            if list(value.shape) != expected:
-                raise SrnetError(
-                    f"loss '{self.name}': extra '{key}' has shape {list(value.shape)}; expected {expected}"
-                )
-            _CHECKS[key](self.name, value.detach().float())
+        check_batch(f"loss '{self.name}'", self.requires, logits.shape, extras)
 
-
-def _check_bias(name: str, value: Tensor) -> None:
-    total = torch.logsumexp(value, dim=1)
-    bad = ~(total.abs() <= TOLERANCE)
-    if bad.any():
-        row = int(bad.nonzero()[0])
-        raise SrnetError(
-            f"loss '{name}': bias_log_probs row {row} has logsumexp {total[row].item():.4g}; "
-            "expected natural-log probabilities (logsumexp 0)"
-        )
-
-
-def _check_teacher(name: str, value: Tensor) -> None:
-    in_range = ((value >= 0) & (value <= 1)).all(dim=1)
-    bad = ~(in_range & ((value.sum(dim=1) - 1).abs() <= TOLERANCE))
-    if bad.any():
-        row = int(bad.nonzero()[0])
-        raise SrnetError(
-            f"loss '{name}': teacher_probs row {row} sums to {value[row].sum().item():.4g}; "
-            "expected probabilities"
-        )
-
-
-def _check_difficulty(name: str, value: Tensor) -> None:
-    bad = ~((value >= 0) & (value <= 1))
-    if bad.any():
-        row = int(bad.nonzero()[0])
-        raise SrnetError(f"loss '{name}': difficulty {value[row].item():.4g} at row {row}; expected [0, 1]")
-
-
-_CHECKS: dict[str, Callable[[str, Tensor], None]] = {
-    BIAS: _check_bias,
-    TEACHER: _check_teacher,
-    DIFFICULTY: _check_difficulty,
-}
 
 LOSSES: Registry[type[Loss]] = Registry("loss")
 register_loss = LOSSES.register

@@ -43,11 +43,11 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from transformers import Trainer, TrainerCallback
 
-from srnet.bias.extras import ExtraSources, read_loss_extras
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
 from srnet.export import bake_masks, export_model
 from srnet.io import first_line
+from srnet.loss_inputs import BUILT_IN_SOURCES, ReadContext, batch_inputs, check_plugin_sources, read_inputs
 from srnet.losses import build_loss
 from srnet.models.loading import generic_label_names
 from srnet.pruning import build_method
@@ -57,12 +57,11 @@ from srnet.pruning.lifecycle import attach
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
 from srnet.training.data import model_inputs
 from srnet.training.objectives import Standard, loss_backward
-from srnet.training.objectives.base import loss_extras, with_penalty
+from srnet.training.objectives.base import with_penalty
 
 STATE_FILE = "srnet_state.safetensors"
 METHOD_FILE = "srnet_method.pt"
 MASKS_FILE = "masks.safetensors"
-KWARG_SPELLING = {"bias_predictions": "bias_predictions=", "teacher": "teacher=", "difficulty": "difficulty="}
 
 
 class SrnetTrainer(Trainer):
@@ -71,16 +70,17 @@ class SrnetTrainer(Trainer):
 
     ``pruning``: a ``pruning`` section as in a recipe (dict or :class:`PruningConfig`; None: dense).
     ``loss`` / ``loss_params``: a registered loss and its params.  ``bias_predictions``,
-    ``teacher``, ``difficulty``: the files of the extras the loss needs, by example id (the
-    ``id_column`` of ``train_dataset``).  ``seed``: the method's seed (default ``args.seed``).
+    ``teacher``, ``difficulty`` (and ``inputs``, a plug-in input's ``{source: file}``): the files
+    of the inputs the loss needs, by example id (the ``id_column`` of ``train_dataset``).
+    ``seed``: the method's seed (default ``args.seed``).
     Everything else is ``Trainer``'s.
     """
 
     def __init__(self, model=None, args=None, *, pruning: Mapping[str, Any] | PruningConfig | None = None,
                  loss: str = "ce", loss_params: Mapping[str, Any] | None = None,
                  bias_predictions: str | Path | None = None, teacher: str | Path | None = None,
-                 difficulty: str | Path | None = None, id_column: str = "id", seed: int | None = None,
-                 **kwargs: Any) -> None:
+                 difficulty: str | Path | None = None, inputs: Mapping[str, str | Path] | None = None,
+                 id_column: str = "id", seed: int | None = None, **kwargs: Any) -> None:
         if model is None:
             raise SrnetError("SrnetTrainer needs a model (model_init is not supported: the masks "
                              "belong to one model)")
@@ -97,8 +97,10 @@ class SrnetTrainer(Trainer):
         self.method: PruningMethod = build_method(self.pruning_config, method_seed)
         self.method.check(model)  # a model the method cannot mask fails here, before training
         self.id_column = id_column
-        sources = ExtraSources(bias_predictions, teacher, difficulty, spelled=KWARG_SPELLING)
-        self._extras = _read_extras(self.srnet_loss, model, kwargs.get("train_dataset"), id_column, sources)
+        check_plugin_sources(inputs or {}, BUILT_IN_SOURCES, _spell_kwarg)
+        files = {**(inputs or {}), "bias_predictions": bias_predictions, "teacher": teacher,
+                 "difficulty": difficulty}
+        self._extras = _read_extras(self.srnet_loss, model, kwargs.get("train_dataset"), id_column, files)
         super().__init__(model=model, args=args, **kwargs)
         if self.is_fsdp_enabled or self.is_deepspeed_enabled:
             raise SrnetError("SrnetTrainer does not support FSDP or DeepSpeed (they shard the weights "
@@ -162,7 +164,7 @@ class SrnetTrainer(Trainer):
         logits = outputs.logits.float()
         if model.training:
             progress = min(1.0, self.state.global_step / max(1, self.state.max_steps))
-            loss = with_penalty(self.srnet_loss(logits, labels, loss_extras(inputs), progress),
+            loss = with_penalty(self.srnet_loss(logits, labels, batch_inputs(inputs), progress),
                                 self.method.penalty)
         else:
             loss = F.cross_entropy(logits, labels)
@@ -341,7 +343,7 @@ def _pruning_config(pruning: Mapping[str, Any] | PruningConfig | None) -> Prunin
 
 
 def _read_extras(loss, model, train, id_column: str,
-                 sources: ExtraSources) -> dict[str, dict[str, np.ndarray]]:
+                 files: Mapping[str, str | Path | None]) -> dict[str, dict[str, np.ndarray]]:
     """The loss's extras by example id, read once; every training example must have a row."""
     needs = loss.requires
     if not needs:
@@ -350,9 +352,14 @@ def _read_extras(loss, model, train, id_column: str,
         raise SrnetError(f"loss '{loss.name}' joins {sorted(needs)} to the batch by example id: "
                          f"train_dataset needs a '{id_column}' column (id_column=)")
     ids = [str(i) for i in train[id_column]]
-    who = dict.fromkeys(needs, f"loss '{loss.name}'")
-    arrays = read_loss_extras(needs, who, ids, _label_names(model), model.config.num_labels, sources)
+    context = ReadContext(ids, _label_names(model), model.config.num_labels)
+    arrays = read_inputs(dict.fromkeys(needs, f"loss '{loss.name}'"), files, context, _spell_kwarg)
     return {key: dict(zip(ids, values, strict=True)) for key, values in arrays.items()}
+
+
+def _spell_kwarg(source: str) -> str:
+    """How ``SrnetTrainer`` is given the file of the input read from ``source``."""
+    return f"{source}=" if source in BUILT_IN_SOURCES else f"inputs={{'{source}': ...}}"
 
 
 def _label_names(model) -> list[str] | None:

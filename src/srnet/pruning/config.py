@@ -11,7 +11,8 @@ it next to its code)::
       params: {init: hard, mask_lr: 5.0e-5}
 
 The flat spelling of earlier recipes (``init: hard`` or ``imp: {...}`` next to ``method``) still
-loads: :data:`LEGACY_LAYOUT` names those keys, and a one-line note says where they go now.
+loads: :data:`srnet.compat.LEGACY_LAYOUT` names those keys, and a one-line note says where they
+go now.
 
 Validators raise ``ValueError`` with one-line messages that name the value, so the recipe
 loader can report them with the file and field.
@@ -19,9 +20,7 @@ loader can report them with the file and field.
 
 from __future__ import annotations
 
-import logging
 import re
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -36,12 +35,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from srnet.compat import PARAMS_ADDED_LATER, drop_defaults
+from srnet.compat import LEGACY_LAYOUT, legacy_pruning_key, pruning_fingerprint_layout, upgrade_pruning
 from srnet.models import ALL_ROLES, DEFAULT_ROLES, GRANULARITIES
 from srnet.pruning.registry import METHODS, available_methods, method_help
 from srnet.sparsity.schedules import CubicSchedule, FixedSchedule, Schedule
-
-log = logging.getLogger("srnet.pruning")
 
 
 def _unit_interval(value: float, what: str) -> float:
@@ -92,44 +89,6 @@ class MethodParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-LEGACY_LAYOUT: dict[str, Any] = {
-    "importance": "magnitude",
-    "importance_batches": 32,
-    "importance_normalize": True,
-    "init": "hard",
-    "phi": 0.01,
-    "alpha": 2.0,
-    "rerank_every": 10,
-    "train_classifier": False,
-    "freeze_weights": False,
-    "mask_lr": 5e-5,
-    "imp": {"prune_fraction": 0.1, "every": 0.1, "rewind": False},
-    "l0": {"lambda_": 1.0, "lambda_start": 0.0, "lambda_warmup": 0.0, "temperature": 2 / 3,
-           "gamma": -0.1, "zeta": 1.1, "init_keep": 0.9, "train_weights": False},
-    "mask_file": None,
-}
-"""The method settings a ``pruning`` section held as flat keys next to ``method`` before each
-method owned its ``params`` (issue 18), with their defaults then.  ``imp`` and ``l0`` were
-sub-sections holding their method's settings; every other key was one setting.  The old
-spelling is read through this table, and fingerprints are taken in this layout (see
-:meth:`PruningConfig.semantic_dict`), so recorded runs and sweep stages keep their keys."""
-
-LEGACY_REJECTED: dict[str, Any] = {"freeze_weights": True, "importance": "gradient"}
-"""Old flat settings that the flat config refused for a method without them (``freeze_weights``
-for imp and l0 training weights; gradient importance but for omp): in the old spelling they
-reach the method's params, which refuse them, instead of being dropped."""
-
-_NOTES: set[str] = set()
-_UNSET = object()
-
-
-def _note_once(message: str) -> None:
-    """Log a deprecation note once per process (reports read many recorded configs)."""
-    if message not in _NOTES:
-        _NOTES.add(message)
-        log.warning(message)
-
-
 class PruningConfig(BaseModel):
     """Which weights are pruned, how, and to what sparsity."""
 
@@ -176,61 +135,15 @@ class PruningConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_granularity(cls, data: object) -> object:
-        """Recipes before ``scope`` said ``granularity: local|global``: read it as the scope."""
-        if isinstance(data, dict) and data.get("granularity") in ("local", "global"):
-            data = dict(data)
-            old = data.pop("granularity")
-            if data.setdefault("scope", old) != old:
-                raise ValueError(
-                    f"granularity '{old}' (the old name of scope) contradicts scope '{data['scope']}'"
-                )
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_flat_params(cls, data: object) -> object:
-        """The flat spelling (:data:`LEGACY_LAYOUT`): each setting of the method moves under
-        ``params`` (``imp:`` and ``l0:`` sub-sections: their keys); a setting the method does not
-        have is dropped, as the flat config ignored it (unless it refused it:
-        :data:`LEGACY_REJECTED`).  One deprecation note names what moved and what was ignored."""
-        if not isinstance(data, dict) or not any(key in data for key in LEGACY_LAYOUT):
+    def _old_spellings(cls, data: object) -> object:
+        """Earlier spellings of the section (``granularity: local|global``, flat method settings),
+        upgraded by :func:`srnet.compat.upgrade_pruning` before validation."""
+        if not isinstance(data, dict):
             return data
-        data = dict(data)
         method = data.get("method", cls.model_fields["method"].default)
         known = METHODS.get(method, None) if isinstance(method, str) else None
         own = set(known.params_model.model_fields) if known is not None else None
-        given = data.get("params")
-        given = given.model_dump() if isinstance(given, BaseModel) else given
-        if given is not None and not isinstance(given, dict):
-            return data  # the params error is the one to report
-        params = dict(given or {})
-        moved, ignored = [], []
-        for key in [k for k in LEGACY_LAYOUT if k in data]:
-            value, default = data.pop(key), LEGACY_LAYOUT[key]
-            nested = isinstance(default, dict)
-            if nested and not isinstance(value, dict):
-                raise ValueError(f"{key} must be a mapping of {key} settings, got {value!r}")
-            for name, item in value.items() if nested else [(key, value)]:
-                spelled = f"{key}.{name}" if nested else key
-                old_setting = not nested or name in default  # else an unknown key: refused below
-                foreign = own is not None and name not in own
-                if foreign and old_setting and LEGACY_REJECTED.get(name, _UNSET) != item:
-                    if item != (default[name] if nested else default):
-                        ignored.append(f"{spelled}={item!r}")
-                    continue
-                if name in params and params[name] != item:
-                    raise ValueError(f"{spelled} (the old spelling of params.{name}) = {item!r} "
-                                     f"contradicts params.{name} = {params[name]!r}")
-                params[name] = item
-                moved.append(spelled)
-        data["params"] = params
-        old_keys = ", ".join(moved) or "flat method settings"
-        note = f"pruning: {old_keys}: the old spelling, now under pruning.params"
-        if ignored:
-            note += f"; method '{method}' has no {', '.join(ignored)} (ignored)"
-        _note_once(note)
-        return data
+        return upgrade_pruning(data, method, own)
 
     @field_validator("params", mode="before")
     @classmethod
@@ -300,8 +213,7 @@ class PruningConfig(BaseModel):
             return not rest or (len(rest) == 1 and any(
                 rest[0] in METHODS.get(name).params_model.model_fields for name in METHODS))
         if head in LEGACY_LAYOUT:
-            nested = LEGACY_LAYOUT[head]
-            return not rest or (isinstance(nested, dict) and len(rest) == 1 and rest[0] in nested)
+            return legacy_pruning_key(parts)
         if head not in cls.model_fields or not rest:
             return head in cls.model_fields
         if head == "schedule":
@@ -313,21 +225,10 @@ class PruningConfig(BaseModel):
         METHODS.get(self.method).check_inputs(self)
 
     def semantic_dict(self) -> dict[str, Any]:
-        """The section as the fingerprint sees it: :data:`LEGACY_LAYOUT`'s flat layout, each old
-        key holding the method's value or, for a setting the method does not have, its old
-        default; parameters with no old key stay under ``params``.  So a recipe keeps the
-        fingerprint it had before per-method params, whichever spelling it is written in."""
-        data = self.model_dump(mode="json")
-        params = data.pop("params")
-        for key, default in LEGACY_LAYOUT.items():
-            if isinstance(default, dict):
-                data[key] = {name: params.pop(name, value) for name, value in default.items()}
-            else:
-                data[key] = params.pop(key, default)
-        drop_defaults(params, PARAMS_ADDED_LATER)  # a recipe that does not use it keeps its key
-        if params:
-            data["params"] = params
-        return data
+        """The section as the fingerprint sees it (:func:`srnet.compat.fingerprint_layout`), so a
+        recipe keeps the fingerprint it had before per-method params, whichever spelling it is
+        written in."""
+        return pruning_fingerprint_layout(self.model_dump(mode="json"))
 
 
 def not_a_parameter(method: str, key: str) -> str:
@@ -338,19 +239,3 @@ def not_a_parameter(method: str, key: str) -> str:
     whose = f" (a parameter of {', '.join(owners)})" if owners else ""
     own = ", ".join(METHODS.get(method).params_model.model_fields) or "none"
     return f"not a parameter of method '{method}'{whose}; its parameters: {own}"
-
-
-def recorded_param(pruning: Mapping[str, Any] | None, key: str, default: Any = None) -> Any:
-    """Setting ``key`` of a *recorded* pruning section (a run's config.yaml as a dict), in either
-    spelling: ``params.<key>``, or the flat key (or its ``imp``/``l0`` sub-key) of older runs."""
-    pruning = pruning or {}
-    params = pruning.get("params") or {}
-    if key in params:
-        return params[key]
-    if key in pruning:
-        return pruning[key]
-    for section, defaults in LEGACY_LAYOUT.items():
-        if isinstance(defaults, dict) and key in defaults and key in (pruning.get(section) or {}):
-            return pruning[section][key]
-    return default
-

@@ -207,22 +207,13 @@ def _dev_metric(recipe: Recipe, task: Task, tokenizer, dev: tuple[DataSpec, list
 
 
 def read_training_extras(recipe: Recipe, task: Task, loss, train: list[Example],
-                also: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
-    """Per-example arrays the loss (and, ``also``, the objective) needs: bias log-probs, teacher
-    probs, difficulty, by example id."""
-    from srnet.bias.extras import ExtraSources, read_loss_extras
+                         also: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Per-example arrays the loss (and, ``also``, the objective) needs (bias log-probs, teacher
+    probs, difficulty, a plug-in's inputs), in the order of ``train``."""
+    from srnet.loss_inputs import ReadContext, read_inputs
 
     cfg = recipe.loss
-    bias = cfg.bias_predictions
-    if bias is None and recipe.bias_dir:
-        bias = str(Path(recipe.bias_dir) / "train.jsonl")
-    sources = ExtraSources(bias, cfg.teacher, cfg.difficulty, spelled=RECIPE_SPELLING)
     who = {key: f"loss '{cfg.name}'" if key in loss.requires else f"objective '{recipe.objective.name}'"
            for key in set(loss.requires) | set(also)}
-    return read_loss_extras(who.keys(), who, [ex.id for ex in train], task.labels, len(task.labels),
-                            sources, task=task.name)
-
-
-RECIPE_SPELLING = {"bias_predictions": "loss.bias_predictions or bias_dir",
-                   "teacher": "loss.teacher", "difficulty": "loss.difficulty"}
-"""How a recipe gives each loss extra's file (for the one-line error when it is missing)."""
+    context = ReadContext([ex.id for ex in train], task.labels, len(task.labels), task.name)
+    return read_inputs(who, cfg.input_files(recipe.bias_dir), context, cfg.spell)

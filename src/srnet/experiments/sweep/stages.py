@@ -311,7 +311,7 @@ def run_masks(run: str | Path) -> Path:
     """The masks of a finished run: its ``masks.safetensors``, else the mask file its recipe
     trained with (a retrained ticket's); SrnetError when it has neither."""
 
-    from srnet.pruning.config import recorded_param
+    from srnet.compat import recorded_param
 
     folder = RunDir(Path(run))
     own = folder.root / "masks.safetensors"

@@ -24,8 +24,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 from scipy.stats import spearmanr
 
+from srnet.compat import recorded_param
 from srnet.io import atomic_write_text
-from srnet.pruning.config import recorded_param
 from srnet.reporting.aggregate import Run
 from srnet.reporting.render import format_table, new_figure, plot_similarity, save_figure
 from srnet.reporting.study.base import (

@@ -19,7 +19,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 from torch import Tensor, nn
 
-from srnet.losses import EXTRA_KEYS, Loss
+from srnet.losses import Loss
 from srnet.registry import Registry
 
 Backward = Callable[[Tensor], None]
@@ -78,11 +78,6 @@ available_objectives = OBJECTIVES.names
 def build_objective(name: str, params: Mapping[str, Any] | None = None) -> Objective:
     """The objective ``name`` with validated ``params``; SrnetError for an unknown name or value."""
     return OBJECTIVES.get(name)(OBJECTIVES.params(name, params))
-
-
-def loss_extras(batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """The per-example loss extras (bias log-probs, teacher probs, difficulty) in ``batch``."""
-    return {k: batch[k] for k in EXTRA_KEYS if k in batch}
 
 
 def with_penalty(value: Tensor, penalty: Penalty) -> Tensor:

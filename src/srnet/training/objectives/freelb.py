@@ -7,8 +7,9 @@ from accelerate.utils import extract_model_from_parallel
 from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
+from srnet.loss_inputs import batch_inputs
 from srnet.training.data import model_inputs
-from srnet.training.objectives.base import Objective, loss_extras, register_objective, with_penalty
+from srnet.training.objectives.base import Objective, register_objective, with_penalty
 
 
 class FreeLBParams(BaseModel):
@@ -51,7 +52,7 @@ class FreeLB(Objective):
         inputs = model_inputs(base, batch)
         input_ids = inputs.pop("input_ids")
         keep = batch["attention_mask"].unsqueeze(-1).to(torch.float32)  # [B, T, 1], 0 at padding
-        extras, labels = loss_extras(batch), batch["labels"]
+        extras, labels = batch_inputs(batch), batch["labels"]
         embeds = embed(input_ids)
         delta = torch.zeros_like(embeds)
         if p.init_magnitude > 0:

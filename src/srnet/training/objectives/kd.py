@@ -30,9 +30,9 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
-from srnet.losses import TEACHER
+from srnet.loss_inputs import TEACHER, batch_inputs
 from srnet.training.data import model_inputs
-from srnet.training.objectives.base import Objective, loss_extras, register_objective, with_penalty
+from srnet.training.objectives.base import Objective, register_objective, with_penalty
 from srnet.training.objectives.pretraining import check_layers, hidden_distance, teacher_hidden_states
 
 
@@ -82,7 +82,7 @@ class KnowledgeDistillation(Objective):
         out = model(**inputs, output_hidden_states=hidden)
         logits = out.logits.float()
         logs: dict[str, float] = {}
-        total = p.task_weight * loss(logits, batch["labels"], loss_extras(batch), progress)
+        total = p.task_weight * loss(logits, batch["labels"], batch_inputs(batch), progress)
         if p.pred_weight > 0:
             teacher = F.log_softmax(batch[TEACHER].float().clamp_min(1e-12).log() / p.temperature, dim=-1)
             student = F.log_softmax(logits / p.temperature, dim=-1)

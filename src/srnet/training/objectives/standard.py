@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from accelerate.utils import extract_model_from_parallel
 
+from srnet.loss_inputs import batch_inputs
 from srnet.training.data import model_inputs
-from srnet.training.objectives.base import Objective, loss_extras, register_objective, with_penalty
+from srnet.training.objectives.base import Objective, register_objective, with_penalty
 
 
 @register_objective("standard")
@@ -16,6 +17,6 @@ class Standard(Objective):
 
     def step(self, model, batch, loss, *, progress, penalty, backward) -> dict[str, float]:
         logits = model(**model_inputs(extract_model_from_parallel(model), batch)).logits
-        value = with_penalty(loss(logits.float(), batch["labels"], loss_extras(batch), progress), penalty)
+        value = with_penalty(loss(logits.float(), batch["labels"], batch_inputs(batch), progress), penalty)
         backward(value)
         return {"loss": value.item()}

@@ -1,0 +1,115 @@
+"""What a loss input is, its registry, and the two things done with every input: read its file
+once for the training examples, and check its batch tensor on every loss call."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+from torch import Tensor
+
+from srnet.errors import SrnetError
+from srnet.registry import Registry
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What a reader may need besides the file: the training examples' ids (rows are returned in
+    this order), the task's label names (None: unknown), its class count and name (None: unknown)."""
+
+    ids: Sequence[str]
+    labels: Sequence[str] | None
+    num_classes: int
+    task: str | None = None
+
+
+class LossInput(ABC):
+    """A per-example array a loss (or an objective) reads from the batch under ``name``.
+
+    ``source`` is the key that gives its file: a ``loss`` recipe field of the same name for the
+    built-in inputs, ``loss.inputs.<source>`` for a plug-in's; the ``SrnetTrainer`` keyword the
+    same way.  ``per_class``: the batch tensor is [B, C] (else [B]).
+    """
+
+    name: ClassVar[str]
+    source: ClassVar[str]
+    what: ClassVar[str]
+    """What the file is, for the one-line error when it is not given."""
+    per_class: ClassVar[bool] = True
+
+    @abstractmethod
+    def read(self, path: str | Path, context: ReadContext) -> np.ndarray:
+        """The array [N, C] or [N] for ``context.ids`` from ``path``; one-line SrnetError otherwise."""
+
+    @abstractmethod
+    def check(self, owner: str, value: Tensor) -> None:
+        """One-line SrnetError, starting with ``owner``, if a batch tensor (float, of the right
+        shape) holds values this input never has."""
+
+
+LOSS_INPUTS: Registry[type[LossInput]] = Registry("loss input")
+register_input = LOSS_INPUTS.register
+"""Class decorator that registers a loss input under its batch key."""
+
+
+def loss_input(name: str) -> LossInput:
+    """The registered input ``name``; SrnetError naming the known ones otherwise."""
+    return LOSS_INPUTS.get(name)()
+
+
+def input_sources() -> list[str]:
+    """Every registered input's ``source`` key, sorted."""
+    return sorted(cls.source for cls in LOSS_INPUTS.values())
+
+
+def check_plugin_sources(given: Iterable[str], built_in: Collection[str],
+                         spell: Callable[[str], str]) -> None:
+    """Each of ``given`` (the sources of a plug-in inputs section) is read by a registered input
+    and is not one of ``built_in`` (given by its own key, ``spell(source)``); one line otherwise."""
+    for source in given:
+        if source in built_in:
+            raise SrnetError(f"'{source}' is a built-in input's file: give it as {spell(source)}")
+        if source not in input_sources():
+            known = ", ".join(input_sources())
+            raise SrnetError(f"no registered loss input reads '{source}' (known: {known}; "
+                             "a plug-in's input is registered when its module is imported)")
+
+
+def check_batch(owner: str, requires: Collection[str], logits_shape: Sequence[int],
+                batch: Mapping[str, Tensor]) -> None:
+    """Each input in ``requires`` is in ``batch`` with the shape of the logits [B, C] (or [B])
+    and passes its input's check; one-line SrnetError naming ``owner`` otherwise."""
+    size, classes = logits_shape
+    for key in sorted(requires):
+        if key not in batch:
+            raise SrnetError(f"{owner} needs the batch extra '{key}'; got {sorted(batch)}")
+        spec = loss_input(key)
+        value = batch[key]
+        expected = [size, classes] if spec.per_class else [size]
+        if list(value.shape) != expected:
+            raise SrnetError(f"{owner}: extra '{key}' has shape {list(value.shape)}; expected {expected}")
+        spec.check(owner, value.detach().float())
+
+
+def read_inputs(who: Mapping[str, str], files: Mapping[str, str | Path | None], context: ReadContext,
+                spell: Callable[[str], str]) -> dict[str, np.ndarray]:
+    """The arrays of the inputs ``who`` names (input -> what needs it, e.g. ``"loss 'poe'"``),
+    each read from ``files[<its source>]``; a missing file is one line naming how to give it
+    (``spell(source)``, e.g. ``"loss.teacher"``)."""
+    arrays: dict[str, np.ndarray] = {}
+    for key in sorted(who):
+        spec = loss_input(key)
+        path = files.get(spec.source)
+        if not path:
+            raise SrnetError(f"{who[key]} needs {spell(spec.source)} {spec.what}")
+        arrays[key] = spec.read(path, context)
+    return arrays
+
+
+def batch_inputs(batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """The registered inputs present in ``batch`` (bias log-probs, teacher probs, difficulty, ...)."""
+    return {key: batch[key] for key in LOSS_INPUTS if key in batch}

@@ -1,0 +1,60 @@
+"""A toy loss input and a loss that reads it: all that adding an input takes is this one module
+(issue 29).
+
+``example_weight`` [B]: a non-negative weight per training example, read from a JSON Lines file of
+``{"id": ..., "weight": ...}`` rows that a recipe gives as ``loss.inputs.example_weights`` (the
+``SrnetTrainer`` as ``inputs={"example_weights": path}``).  The loss ``weighted_ce`` is the
+weighted mean of the per-example cross-entropy, so all-ones weights give ``ce`` and all-zero
+weights a loss of exactly 0.  tests/test_loss_inputs.py loads it through ``plugins:``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import torch.nn.functional as F
+from torch import Tensor
+
+from srnet.bias.predictions import read_jsonl_rows, require_ids, rows_by_id
+from srnet.errors import SrnetError
+from srnet.loss_inputs import LossInput, ReadContext, register_input
+from srnet.losses import Loss, register_loss
+
+WEIGHT = "example_weight"
+
+
+@register_input(WEIGHT)
+class ExampleWeight(LossInput):
+    """A non-negative weight [B] per training example."""
+
+    source = "example_weights"
+    what = "(a JSON Lines file of {id, weight} rows)"
+    per_class = False
+
+    def read(self, path: str | Path, context: ReadContext) -> np.ndarray:
+        path = Path(path)
+        if not path.is_file():
+            raise SrnetError(f"example-weight file {path} does not exist")
+        weights = rows_by_id(read_jsonl_rows(path), path, "weight")
+        require_ids(weights, context.ids, path, "weight")
+        return np.array([float(weights[str(i)]) for i in context.ids], dtype=np.float32)
+
+    def check(self, owner: str, value: Tensor) -> None:
+        if (value < 0).any():
+            raise SrnetError(f"{owner}: example_weight {value.min().item():.4g} is negative")
+
+
+@register_loss("weighted_ce")
+class WeightedCrossEntropy(Loss):
+    """Cross-entropy weighted per example by ``example_weight``."""
+
+    requires = frozenset({WEIGHT})
+
+    def compute(
+        self, logits: Tensor, labels: Tensor, extras: Mapping[str, Tensor], progress: float
+    ) -> Tensor:
+        weights = extras[WEIGHT].to(logits.dtype)
+        per_example = F.cross_entropy(logits, labels, reduction="none")
+        return (weights * per_example).sum() / weights.sum().clamp_min(1e-12)
