@@ -93,7 +93,7 @@ def test_robust_ticket_pipeline_on_a_tiny_model(tmp_path, tiny_model_dir, monkey
 
 
 @pytest.mark.parametrize(("stage", "message"), [
-    ({"kind": "ticket", "with": {"scores": "@ft", "sparsity": 1.5}}, "with.sparsity"),
+    ({"kind": "ticket", "with": {"scores": "@ft", "sparsity": 1.5}}, "with: sparsity"),
     ({"kind": "attack", "with": {"runs": ["@ft"], "attacks": ["nope"]}}, "unknown attack 'nope'"),
     ({"kind": "attack", "with": {"runs": ["@ft"], "attacks": ["charswap"], "params": {"wordswap": {}}}},
      "'wordswap' is not among attacks"),

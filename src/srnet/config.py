@@ -304,9 +304,10 @@ def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
 
 
 def validation_line(source: str, exc: ValidationError) -> str:
-    """One line for a section's first validation error: ``source: where: what (got value)``."""
+    """One line for a section's first validation error: ``source: where: what (got value)`` (no
+    ``where`` for an error of the whole section)."""
     err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    where = "".join(f"{p}: " if n == len(err["loc"]) - 1 else f"{p}." for n, p in enumerate(err["loc"]))
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
@@ -318,7 +319,7 @@ def validation_line(source: str, exc: ValidationError) -> str:
     )
     shown = "" if quiet else f" (got {value!r})"
     more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"{source}: {where}: {msg}{shown}{more}"
+    return f"{source}: {where}{msg}{shown}{more}"
 
 
 def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> Recipe:

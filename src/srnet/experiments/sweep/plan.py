@@ -22,7 +22,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from srnet.compat import without_defaults
-from srnet.config import Recipe, apply_overrides, parse_override, recipe_from_dict, set_dotted
+from srnet.config import (
+    Recipe,
+    apply_overrides,
+    parse_override,
+    recipe_from_dict,
+    set_dotted,
+    validation_line,
+)
 from srnet.errors import SrnetError
 from srnet.experiments.refs import intermediate_refs, resolve_gathered_refs, resolve_refs, stage_refs
 from srnet.experiments.sweep.stages import get_stage
@@ -105,10 +112,7 @@ def parse_sweep(data: dict[str, Any], source: str) -> SweepFile:
     try:
         sweep = SweepFile.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-        raise SrnetError(f"{source}: {where}: {msg}") from None
+        raise SrnetError(validation_line(source, exc)) from None
     reserved = set(Recipe.model_fields)
     for name, spec in sweep.stages.items():
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name in reserved:
@@ -310,9 +314,7 @@ def _params(stage, raw: dict[str, Any], where: str) -> dict[str, Any]:
     try:
         return stage.params_model.model_validate(raw).model_dump(mode="json")
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise SrnetError(f"{where}: with.{loc}: {err['msg']}") from None
+        raise SrnetError(validation_line(f"{where}: with", exc)) from None
 
 
 def _apply(data: dict[str, Any], values: dict[str, Any], where: str) -> None:
