@@ -163,6 +163,27 @@ def test_checkpoints_are_plain_models_and_resume_restores_the_masks(setting, tmp
     np.testing.assert_allclose(dev_logits(setting, a), dev_logits(setting, b), atol=1e-6)
 
 
+def test_an_interrupted_checkpoint_is_refused_not_resumed_without_its_masks(setting, tmp_path):
+    """srnet's checkpoint files are atomic and the state comes last: a save that fails midway
+    leaves no state file and no temporary file, and resuming from that folder is one line."""
+    pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
+    trainer = make_trainer(setting, tmp_path / "run", pruning, "poe", max_steps=2)
+    trainer.train()
+
+    def broken():
+        raise RuntimeError("disk gone")
+
+    trainer.method.state_dict = broken
+    with pytest.raises(RuntimeError):
+        trainer.save_model(str(tmp_path / "cut"))
+    left = sorted(p.name for p in (tmp_path / "cut").iterdir())
+    assert "srnet_state.safetensors" not in left and not [n for n in left if n.endswith(".tmp")], left
+    (tmp_path / "cut" / "masks.safetensors").write_bytes(b"")  # as if killed after the masks
+    again = make_trainer(setting, tmp_path / "again", pruning, "poe", max_steps=2)
+    with pytest.raises(SrnetError, match="an interrupted SrnetTrainer checkpoint"):
+        again.train(resume_from_checkpoint=str(tmp_path / "cut"))
+
+
 def test_gradient_accumulation_and_bf16_keep_their_meaning(setting, tmp_path):
     """Two micro-batches of 24 make one optimizer step (the method's schedule counts optimizer
     steps, not micro-batches): the full batch's masks; bf16 autocast trains to the exact target."""

@@ -46,7 +46,7 @@ from transformers import Trainer, TrainerCallback
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
 from srnet.export import bake_masks, export_model
-from srnet.io import first_line
+from srnet.io import atomic_write, first_line
 from srnet.loss_inputs import BUILT_IN_SOURCES, ReadContext, batch_inputs, check_plugin_sources, read_inputs
 from srnet.losses import build_loss
 from srnet.models.loading import generic_label_names
@@ -208,7 +208,8 @@ class SrnetTrainer(Trainer):
 
     # ------------------------------------------------------------------ checkpoints
     def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
-        """A plain Hugging Face checkpoint (masks baked in) and srnet's state beside it."""
+        """A plain Hugging Face checkpoint (masks baked in) and srnet's state beside it (its
+        files written atomically, ``STATE_FILE`` last, so only a whole checkpoint has it)."""
         if not self.method.targets:  # before training (or dense without masks): the Trainer's own
             super()._save(output_dir, state_dict)
             return
@@ -223,14 +224,18 @@ class SrnetTrainer(Trainer):
         if self.processing_class is not None:
             self.processing_class.save_pretrained(folder)
         torch.save(self.args, folder / "training_args.bin")
-        state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
-        save_file(state, str(folder / STATE_FILE))
-        torch.save(self.method.state_dict(), folder / METHOD_FILE)
+        # srnet's files are written atomically, the state last: a folder with STATE_FILE is whole
+        atomic_write(folder / METHOD_FILE, lambda tmp: torch.save(self.method.state_dict(), tmp))
         save_masks(folder / MASKS_FILE, masks, self.mask_metadata(masks, baked))
+        state = {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
+        atomic_write(folder / STATE_FILE, lambda tmp: save_file(state, str(tmp)))
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
         folder = Path(resume_from_checkpoint)
         if not (folder / STATE_FILE).is_file():
+            if (folder / METHOD_FILE).is_file() or (folder / MASKS_FILE).is_file():
+                raise SrnetError(f"{folder}: an interrupted SrnetTrainer checkpoint (no {STATE_FILE}); "
+                                 "resume from an earlier one")
             if self.method.targets or self.method.name == "dense":
                 return super()._load_from_checkpoint(resume_from_checkpoint, model)
             raise SrnetError(f"{folder}: no {STATE_FILE}; it is not a checkpoint of an SrnetTrainer")
