@@ -63,6 +63,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
 from srnet.config import Recipe, load_recipe
 from srnet.console import quiet_libraries
@@ -177,11 +178,24 @@ def make_loops(stock_length: int, run_length: int) -> list[Loop]:
             Loop("c", f"c: batches of {batch}, pad to the longest", batch, None)]
 
 
-def attack_with_srnet(name: str, model, tokenizer, max_length: int,
+def attack_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``name`` or ``name:key=value,key=value`` (values YAML-parsed) -> the attack and its params."""
+    name, _, settings = spec.partition(":")
+    params = {}
+    for item in filter(None, settings.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--attacks {spec!r}: expected name or name:key=value[,key=value]")
+        params[key] = yaml.safe_load(value)
+    return name, params
+
+
+def attack_with_srnet(spec: str, model, tokenizer, max_length: int,
                       examples: list[Example]) -> tuple[Log, Timing, Timing, int]:
-    """Attack ``examples`` through a :class:`LoggingVictim`: its log, the oracle's and the whole
-    loop's :class:`Timing`, and the number of successes."""
-    attack = build_attack(name)
+    """Attack ``examples`` through a :class:`LoggingVictim` with the attack ``spec`` names (see
+    :func:`attack_spec`): its log, the oracle's and the whole loop's :class:`Timing`, and the
+    number of successes."""
+    attack = build_attack(*attack_spec(spec))
     attack.prepare(model, tokenizer)
     victim = LoggingVictim(model, tokenizer, max_length)
     wins = 0
@@ -281,7 +295,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--baseline", type=int, default=200,
                         help="texts asked for that loop a (TextAttack's default, slow) replays; 0: all")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
-    parser.add_argument("--attacks", nargs="+", default=["charswap", "wordswap"])
+    parser.add_argument("--attacks", nargs="+", default=["charswap", "wordswap"],
+                        help="attacks, each 'name' or 'name:key=value[,key=value]' (its params), e.g. "
+                        "textfooler textfooler:similarity_precision=bfloat16")
     parser.add_argument("--json", type=Path, help="also write every number to this file")
     return parser.parse_args(argv)
 

