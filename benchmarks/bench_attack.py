@@ -63,9 +63,8 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 
-from srnet.config import Recipe, load_recipe
+from srnet.config import Recipe, load_recipe, parse_override
 from srnet.console import quiet_libraries
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import Victim, build_attack
@@ -183,10 +182,11 @@ def attack_spec(spec: str) -> tuple[str, dict[str, Any]]:
     name, _, settings = spec.partition(":")
     params = {}
     for item in filter(None, settings.split(",")):
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"--attacks {spec!r}: expected name or name:key=value[,key=value]")
-        params[key] = yaml.safe_load(value)
+        try:
+            key, value = parse_override(item, f"--attacks {spec!r}")
+        except SrnetError:
+            raise SystemExit(f"--attacks {spec!r}: expected name or name:key=value[,key=value]") from None
+        params[key] = value
     return name, params
 
 

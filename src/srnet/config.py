@@ -93,11 +93,10 @@ class LossConfig(_Strict):
     def input_files(self, bias_dir: str | None = None) -> dict[str, str | None]:
         """Every input source's file as this section gives it (the bias file defaults to
         ``<bias_dir>/train.jsonl``)."""
-        bias = self.bias_predictions
-        if bias is None and bias_dir:
-            bias = str(Path(bias_dir) / "train.jsonl")
-        return {**self.inputs, "bias_predictions": bias, "teacher": self.teacher,
-                "difficulty": self.difficulty}
+        files = {**self.inputs, **{source: getattr(self, source) for source in BUILT_IN_SOURCES}}
+        if files["bias_predictions"] is None and bias_dir:
+            files["bias_predictions"] = str(Path(bias_dir) / "train.jsonl")
+        return files
 
     @staticmethod
     def spell(source: str) -> str:
@@ -307,7 +306,8 @@ def validation_line(source: str, exc: ValidationError) -> str:
     """One line for a section's first validation error: ``source: where: what (got value)`` (no
     ``where`` for an error of the whole section)."""
     err = exc.errors()[0]
-    where = "".join(f"{p}: " if n == len(err["loc"]) - 1 else f"{p}." for n, p in enumerate(err["loc"]))
+    where = ".".join(str(p) for p in err["loc"])
+    where = f"{where}: " if where else ""
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
