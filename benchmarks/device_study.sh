@@ -12,7 +12,10 @@
 # The second writes $OUT/results.tgz (the records collect_results.py keeps, refreshed every 20 s, so
 # a call cut at its limit still returns every finished run) and $OUT/sweep.log.  Back here:
 #   tar xzf results.tgz -C /tmp/x && cp -r /tmp/x/NAME/. results/<study>_h100/
-# Used for results/winwin_easy_hard_h100 (docs/studies/winwin_easy_hard_cpu.md).
+# Then, in the same call after `run`: `bash benchmarks/device_study.sh mask-step 60` times the
+# mask-training step against a dense step on the GPU ($OUT/mask_step_gpu.txt).
+# Used for results/winwin_easy_hard_h100 (docs/studies/winwin_easy_hard_cpu.md) and
+# results/sparse_fast_h200 (docs/studies/sparse_fast.md).
 set -u
 MODEL_SHA=53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
 
@@ -62,7 +65,13 @@ run)
   grep -ao "\[[0-9]*/[0-9]*\] [a-z]* [a-z_0-9]* seed=[0-9][^(]*([0-9.]*s)\?" "$OUT/sweep.log" | tail -60
   echo "elapsed $(( $(date +%s) - T0 ))s"
   ;;
+mask-step)
+  # after `run` on the same machine: the mask-training step against a dense step on the GPU
+  export PYTHONPATH=/tmp/site:$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  timeout "${2:-60}" python3 benchmarks/bench_mask_step.py --device cuda --steps 20 --rounds 5 --warmup 5 --plain \
+    | tee "$OUT/mask_step_gpu.txt"
+  ;;
 *)
-  echo "usage: $0 prepare BIAS_DIR | stage-a | run LIMIT_S COMMIT WORKERS NAME SEEDS RECIPE" >&2; exit 2
+  echo "usage: $0 prepare BIAS_DIR | stage-a | run LIMIT_S COMMIT WORKERS NAME SEEDS RECIPE | mask-step [LIMIT_S]" >&2; exit 2
   ;;
 esac

@@ -226,6 +226,10 @@ class PruningMethod(ABC):
         """The applied binary masks keyed by module name (group gates keyed by group name)."""
         if self.calibrates and not self.calibrated:
             raise RuntimeError(f"internal error: pruning method '{self.name}' was never calibrated")
+        return self.applied_masks()
+
+    def applied_masks(self) -> dict[str, Tensor]:
+        """:meth:`masks` without the calibration guard (for a method that is calibrating)."""
         return {t.name: m.binary_mask() for t, m in zip(self.targets, self._masks, strict=True)}
 
     def start_masks(self) -> dict[str, Tensor] | None:
@@ -346,8 +350,14 @@ class LearnedMaskMethod(PruningMethod):
         self.schedule = self.cfg.schedule.build(self.cfg.sparsity, self.total_steps)
         self.freeze_weights(model)
         self.attach_masks(self.make_masks())
-        self.rerank(self.cfg.sparsity)  # the initial parameters' mask at the final target
-        self._start = {name: mask.cpu() for name, mask in self.masks().items()}
+        if not self.calibrates:  # a method that calibrates starts once its parameters are set
+            self.start()
+
+    def start(self) -> None:
+        """Record the initial parameters' mask at the final target (:meth:`start_masks`), then
+        apply the mask of the current target."""
+        self.rerank(self.cfg.sparsity)
+        self._start = {name: mask.cpu() for name, mask in self.applied_masks().items()}
         self.freeze()
 
     def start_masks(self) -> dict[str, Tensor]:

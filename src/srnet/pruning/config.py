@@ -172,6 +172,9 @@ class PruningConfig(BaseModel):
     def _check_method_config(self) -> PruningConfig:
         """The method's own checks of its params against the shared fields."""
         METHODS.get(self.method).check_config(self)
+        if self.schedule.kind == "cubic" and self.schedule.initial > self.sparsity:
+            raise ValueError(f"schedule.initial {self.schedule.initial} is above the target sparsity "
+                             f"{self.sparsity}: a gradual schedule rises to its target")
         return self
 
     @field_validator("sparsity")

@@ -14,7 +14,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 from torch import Tensor, nn
 
-from srnet.pruning.base import LearnedMaskMethod, LearnedMaskParams
+from srnet.pruning.base import Calibration, LearnedMaskMethod, LearnedMaskParams
+from srnet.pruning.importance import gradient_importance, normalize_per_layer
 from srnet.pruning.magnitude import magnitudes
 from srnet.pruning.random import uniform_scores
 from srnet.pruning.registry import register_method
@@ -22,7 +23,8 @@ from srnet.sparsity import FixedMask, ScoreMask, original_weight, rank
 
 log = logging.getLogger("srnet.pruning")
 
-START_NAMES = {"hard": "its OMP start", "soft": "its magnitude start", "random": "its random start"}
+START_NAMES = {"hard": "its OMP start", "soft": "its magnitude start", "random": "its random start",
+               "importance": "its OMP-gradient start"}
 """The mask a ``mask_train`` run starts from, by ``init``, in words."""
 
 
@@ -92,10 +94,16 @@ class MaskTrainingParams(LearnedMaskParams):
             self.mask_reach = DEFAULT_REACH[self.init]
         return self
 
-    init: Literal["hard", "soft", "random"] = Field(
+    init: Literal["hard", "soft", "random", "importance"] = Field(
         "hard",
         description="Score init: 'hard' alpha*phi on the top magnitudes, 'soft' |W|, 'random' "
-        "seeded uniform.",
+        "seeded uniform, 'importance' (heads/neurons only) each head's and neuron's gradient "
+        "importance E|dL/dxi| under the run's own loss, normalised per layer (omp's importance: "
+        "gradient; the search starts from that mask).  mask_lr: auto has no calibrated reach "
+        "for 'importance' or 'random': give mask_reach.",
+    )
+    importance_batches: int = Field(
+        32, ge=1, description="init 'importance': training batches averaged for the start scores."
     )
     phi: float = Field(0.01, gt=0.0, description="Hard init: the score threshold phi.")
     alpha: float = Field(2.0, gt=0.0, description="Hard init: kept scores are alpha*phi.")
@@ -131,12 +139,33 @@ class MaskTraining(LearnedMaskMethod):
 
     @classmethod
     def check_config(cls, cfg) -> None:
+        if cfg.params.init == "importance" and cfg.granularity == "unstructured":
+            raise ValueError("init 'importance' scores heads and neurons: it needs granularity head, "
+                             "neuron or head+neuron, not 'unstructured'")
         if cfg.params.mask_reach is not None and cfg.params.mask_lr != "auto":
             raise ValueError("pruning.params.mask_reach applies only with mask_lr: auto (give one of "
                              "mask_lr: <number> or mask_lr: auto + mask_reach)")
 
+    @property
+    def calibrates(self) -> bool:
+        return self.params.init == "importance"
+
     def setup(self, model: nn.Module) -> None:
         super().setup(model)
+        if not self.calibrates:
+            self._resolve_budget()
+
+    def calibrate_masks(self, model: nn.Module, data: Calibration) -> None:
+        """``init: importance``: the start scores are the per-layer normalised gradient importances
+        of the heads and neurons under the run's loss (all groups kept while measuring)."""
+        scores = gradient_importance(model, self.targets, data, self.params.importance_batches, self.seed)
+        for mask, score in zip(self._masks, normalize_per_layer(scores), strict=True):
+            mask.scores.data.copy_(score.to(mask.scores.dtype))
+        self.start()
+        self._resolve_budget()
+
+    def _resolve_budget(self) -> None:
+        """The score scale (the mean initial threshold at the target) and the resolved mask lr."""
         initial = rank([m.scores.detach() for m in self._masks], self.cfg.sparsity, self.cfg.scope)
         self._scale = sum(threshold for _, threshold in initial) / len(initial)
         params = self.params
@@ -183,6 +212,9 @@ class MaskTraining(LearnedMaskMethod):
 
     def make_masks(self) -> list[FixedMask]:
         weights = [original_weight(t.module) for t in self.targets]
+        if self.calibrates:  # every group kept until calibrate_masks scores them
+            return [ScoreMask(w.new_ones(t.shape), keep=w.new_ones(t.shape), threshold=float("-inf"))
+                    for t, w in zip(self.targets, weights, strict=True)]
         return [
             ScoreMask(s.to(w.dtype), keep=s.new_ones(s.shape), threshold=float("-inf"))
             for s, w in zip(self.initial_scores(), weights, strict=True)
