@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
-from srnet.io import load_yaml
+from srnet.io import read_yaml
 from srnet.registry import Registry
 from srnet.rundir.layout import RunDir
 
@@ -318,7 +318,7 @@ def run_masks(run: str | Path) -> Path:
     if own.is_file():
         return own
     config = folder.config
-    recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else {}
+    recipe = read_yaml(config) if config.is_file() else {}
     mask_file = recorded_param((recipe or {}).get("pruning"), "mask_file")
     if mask_file is None:
         raise SrnetError(f"{run}: no masks.safetensors and no pruning mask file: nothing to export "
