@@ -47,7 +47,14 @@ from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
 from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write, first_line
-from srnet.loss_inputs import BUILT_IN_SOURCES, ReadContext, batch_inputs, check_plugin_sources, read_inputs
+from srnet.loss_inputs import (
+    BUILT_IN_SOURCES,
+    ReadContext,
+    batch_inputs,
+    check_plugin_sources,
+    note_unread,
+    read_inputs,
+)
 from srnet.losses import build_loss
 from srnet.models.loading import generic_label_names
 from srnet.pruning import build_method
@@ -351,6 +358,7 @@ def _read_extras(loss, model, train, id_column: str,
                  files: Mapping[str, str | Path | None]) -> dict[str, dict[str, np.ndarray]]:
     """The loss's extras by example id, read once; every training example must have a row."""
     needs = loss.requires
+    note_unread(needs, files, f"loss '{loss.name}'", _spell_kwarg)
     if not needs:
         return {}
     if train is None or id_column not in getattr(train, "column_names", ()):
