@@ -81,6 +81,35 @@ def make_dirs(path: str | Path) -> Path:
     return path
 
 
+def refuse_existing(out: str | Path, overwrite: bool) -> None:
+    """An existing ``out`` is replaced only with ``overwrite`` (checked before any work)."""
+    if Path(out).exists() and not overwrite:
+        raise SrnetError(f"{out}: already exists; pass --overwrite to replace it")
+
+
+def check_creatable(folder: str | Path, field: str) -> None:
+    """``folder`` can be created and written: no file on its path, and the nearest existing folder
+    above it writable; one line starting with ``field`` otherwise (checked before any work)."""
+    folder = Path(folder)
+    for parent in [folder, *folder.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SrnetError(f"{field}: cannot create {folder}: {parent} is a file")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise SrnetError(f"{field}: cannot write in {parent} (permission denied)")
+            return
+
+
+def check_new_file(path: str | Path, overwrite: bool, field: str) -> None:
+    """The file ``path`` can be written, before the work that produces it: not a folder, not an
+    existing file unless ``overwrite``, in a folder that can be created."""
+    path = Path(path)
+    if path.is_dir():
+        raise SrnetError(f"{field} {path}: is a folder; give a file name (e.g. {path / 'bench.json'})")
+    refuse_existing(path, overwrite)
+    check_creatable(path.parent, field)
+
+
 def make_temp_dir(parent: str | Path, prefix: str, suffix: str) -> Path:
     """A fresh folder in ``parent`` (made if missing) with the umask's permissions (not 0700)."""
     make_dirs(parent)

@@ -261,7 +261,8 @@ class AttackStage(Stage):
                 if done.is_file():
                     continue
                 report = attack_run(run, None, name, n=params.n, seed=params.seed, split=params.split,
-                                    params=params.params.get(name), examples=params.examples)
+                                    params=params.params.get(name), examples=params.examples,
+                                    overwrite=True)  # a rerun of the unfinished pair
                 atomic_write_text(done, f"{report.summary_path}\n")
 
 
@@ -361,4 +362,4 @@ class BenchStage(Stage):
 
         bench(params.models, batch_sizes=params.batch_sizes, lengths=params.lengths, rounds=params.rounds,
               warmup=params.warmup, threads=params.threads, onnx=params.onnx, quantize=params.quantize,
-              out=self.output(folder, params))
+              out=self.output(folder, params), overwrite=True)  # the stage's own file
