@@ -87,7 +87,7 @@ def test_fewer_successes_than_asked_and_no_file_by_default(sentiment, tmp_path):
     wins = report.summary["successful"]
     markdown = report.review_path.read_text()
     assert f"only {wins} to show (50 asked for)" in markdown and len(_entries(markdown)) == wins
-    report = api.attack(str(model), recipe, attack="charswap", out=tmp_path, params=PARAMS)
+    report = api.attack(str(model), recipe, attack="charswap", out=tmp_path, params=PARAMS, overwrite=True)
     assert report.review_path is None
     assert not (tmp_path / "charswap_examples.md").exists()  # the earlier run's file is removed
 
@@ -105,6 +105,22 @@ def test_cli_examples_and_bad_value(capsys, sentiment, tmp_path):
     assert "--examples -1" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(SrnetError, match="--examples -3"):
         api.attack(str(model), recipe, attack="charswap", out=tmp_path, examples=-3)
+
+
+def test_a_second_attack_into_the_same_folder_needs_overwrite(capsys, sentiment, tmp_path):
+    """Issue 40: a second `srnet attack --out D` replaced the earlier results without a word."""
+    model, recipe = sentiment
+    argv = ["attack", str(model), "--recipe", str(recipe), "--attack", "charswap", "--out", str(tmp_path),
+            "--param", "per_op=3"]
+    assert main(argv) == 0
+    first = (tmp_path / "charswap.json").read_bytes()
+    assert main([*argv, "--seed", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (f"error: {tmp_path / 'charswap.json'}: already exists; pass "
+                                            "--overwrite to replace it")
+    assert (tmp_path / "charswap.json").read_bytes() == first
+    assert main([*argv, "--seed", "7", "--overwrite"]) == 0
+    assert json.loads((tmp_path / "charswap.json").read_text())["seed"] == 7
 
 
 def test_pairs_show_the_premise_and_markdown_is_escaped():

@@ -6,6 +6,7 @@ import errno
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections import Counter
@@ -339,6 +340,43 @@ def test_a_recipe_path_that_is_a_folder_says_so(tmp_path):
 VARYING = {"config.yaml": "output_dir", "log.jsonl": "s_per_step", "metrics.json": "time_s"}
 """The files two same-seed runs may differ in, and the one key that differs (docs/run-directory.md:
 same recipe, same seed, same bytes)."""
+
+
+def test_bench_out_is_checked_before_the_bench_and_never_replaced_silently(capsys, tmp_path, tiny_model_dir,
+                                                                          monkeypatch):
+    """Issue 40: `srnet bench --out F` replaced F; `--out DIR` failed after the whole bench, naming a
+    temporary file."""
+    import srnet.experiments.verbs.bench as bench_verb
+
+    argv = ["bench", str(tiny_model_dir), "--batch-sizes", "1", "--lengths", "8", "--rounds", "1",
+            "--warmup", "0"]
+    taken = tmp_path / "taken.json"
+    taken.write_text("{}")
+    with monkeypatch.context() as patch:
+        patch.setattr(bench_verb, "run_bench", lambda *a, **k: pytest.fail("benched before checking --out"))
+        for out, message in ((taken, f"{taken}: already exists; pass --overwrite to replace it"),
+                             (tmp_path, f"--out {tmp_path}: is a folder; give a file name")):
+            code, _, err = run_cli(capsys, *argv, "--out", str(out))
+            assert code == 2 and message in one_error_line(err)
+    assert taken.read_text() == "{}"
+    code, _, err = run_cli(capsys, *argv, "--out", str(taken), "--overwrite")
+    assert code == 0, err
+    assert json.loads(taken.read_text())["rows"]
+
+
+def test_trainer_pruning_takes_a_method_name_and_refuses_other_types_in_one_line(tiny_model_dir, tmp_path):
+    """Issue 40: SrnetTrainer(pruning="omp") (or a list, an int) was a traceback."""
+    from transformers import AutoModelForSequenceClassification, TrainingArguments
+
+    from srnet.integrations.transformers import SrnetTrainer
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), use_cpu=True, report_to=[])
+    trainer = SrnetTrainer(model=model, args=args, pruning="omp")
+    assert (trainer.pruning_config.method, trainer.pruning_config.sparsity) == ("omp", 0.5)
+    for bad in (["omp"], 3):
+        with pytest.raises(SrnetError, match=re.escape(f"pruning={bad!r}: expected a method name")):
+            SrnetTrainer(model=model, args=args, pruning=bad)
 
 
 def test_same_recipe_and_seed_write_the_same_bytes(tmp_path, tiny_model_dir):

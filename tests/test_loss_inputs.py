@@ -9,6 +9,7 @@ of 0).  The built-in inputs keep their checks; bad sources and files are one lin
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -151,6 +152,79 @@ def test_a_missing_file_or_row_fails_before_training(toy_input, tmp_path, tiny_m
         api.run(recipe(tiny_model_dir, loss, output_dir=str(tmp_path / "runs"), name="bad"))
     assert message in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "runs" / "bad" / "metrics.json").exists()
+
+
+def weights_with(folder: Path, row: int, value: object) -> Path:
+    """A weights file of ones whose ``row``-th training example has the raw JSON ``value``."""
+    path = weights_file(folder, 1.0)
+    lines = path.read_text().splitlines()
+    lines[row] = lines[row].replace('"weight": 1.0', f'"weight": {value}')
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+BAD_WEIGHTS = [("NaN", r"\(row 5\) is nan; expected finite numbers"),
+               ("Infinity", r"\(row 5\) is inf; expected finite numbers"),
+               ('"abc"', r"\(row 5\) is 'abc'; expected finite numbers"),
+               ("null", r"\(row 5\) is None; expected finite numbers"),
+               ("[1, 2]", r"\(row 5\) is \[1, 2\]; expected finite numbers"),
+               ("-1", r"example_weight -1 at row 5 is negative")]
+
+
+@pytest.mark.parametrize(("value", "message"), BAD_WEIGHTS)
+def test_a_bad_value_fails_in_one_line_before_the_run_folder_exists(toy_input, tmp_path, tiny_model_dir,
+                                                                     value, message):
+    """Issue 40: NaN and inf ran to a NaN loss, text was a traceback, a negative weight failed only
+    once training had started in the run folder."""
+    from srnet import api
+
+    path = weights_with(tmp_path, 5, value)
+    loss = {"name": "weighted_ce", "inputs": {"example_weights": str(path)}}
+    with pytest.raises(SrnetError) as caught:
+        api.run(recipe(tiny_model_dir, loss, output_dir=str(tmp_path / "runs"), name="bad"))
+    assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
+    assert re.search(message, str(caught.value)), str(caught.value)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_plugin_readers_own_error_is_one_line_naming_the_file(toy_input, tmp_path, monkeypatch):
+    def broken(self, path, context):
+        return float("abc")
+
+    monkeypatch.setattr(toy_input.ExampleWeight, "read", broken)
+    with pytest.raises(SrnetError, match=r"^w.jsonl: unreadable example_weight file \(ValueError: could "
+                                         r"not convert string to float: 'abc'\)$"):
+        read_inputs({"example_weight": "loss 'weighted_ce'"}, {"example_weights": "w.jsonl"},
+                    ReadContext(["a"], None, 3), str)
+
+
+def test_a_nan_weight_fails_the_trainer_before_it_trains(toy_input, tmp_path, tiny_model_dir):
+    """Issue 40: SrnetTrainer(inputs=) with a NaN weight reported a loss of 0.0."""
+    from datasets import Dataset
+    from transformers import AutoModelForSequenceClassification, TrainingArguments
+
+    from srnet.integrations.transformers import SrnetTrainer
+
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=2, use_cpu=True, report_to=[])
+    train = Dataset.from_dict({"id": [ex.id for ex in generate_synthetic("train", N_TRAIN, seed=0)]})
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
+    with pytest.raises(SrnetError, match=r"weights.jsonl: example_weight of example id '.*' \(row 2\) is na"):
+        SrnetTrainer(model=model, args=args, train_dataset=train, loss="weighted_ce",
+                     inputs={"example_weights": weights_with(tmp_path, 2, "NaN")})
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_the_loss_does_not_read_is_one_warning_line(tmp_path, tiny_model_dir, caplog):
+    """Issue 40: a teacher file given to a loss that reads none (even a missing one) was ignored
+    without a word; a sweep may give it to grid points that do not distil, so it is a note."""
+    from srnet import api
+
+    loss = {"name": "ce", "teacher": str(tmp_path / "missing.jsonl")}
+    with caplog.at_level("WARNING", logger="srnet"):
+        api.run(recipe(tiny_model_dir, loss, output_dir=str(tmp_path / "runs"), name="ce"))
+    notes = [r.getMessage() for r in caplog.records if "is given as" in r.getMessage()]
+    assert notes == [f"{tmp_path / 'missing.jsonl'} is given as loss.teacher, but loss 'ce' with objective "
+                     "'standard' reads no teacher file: ignored (and it does not exist)"]
 
 
 def test_plugin_inputs_do_not_change_a_fingerprint_at_their_default(tiny_model_dir):

@@ -1,9 +1,13 @@
 """A run killed mid-training resumes from its last checkpoint and ends exactly where an
-uninterrupted run ends."""
+uninterrupted run ends; a foreign, partial or lost checkpoint is refused in one line (issue 40)."""
 
 from __future__ import annotations
 
 import json
+import logging
+import re
+import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -77,3 +81,88 @@ def test_gradient_accumulation_windows_end_with_each_epoch(tmp_path, tiny_model_
     log = [json.loads(line) for line in (result.run_dir / "log.jsonl").open()]
     steps = [(e["step"], e["epoch"]) for e in log if e["event"] == "train"]
     assert steps == [(1, 0), (2, 0), (3, 0), (4, 1), (5, 1), (6, 1)]
+
+
+def crash_at(step: int):
+    """A ``Trainer._evaluate`` that stops the run (Ctrl-C) after evaluating ``step``."""
+    original = Trainer._evaluate
+
+    def evaluate(self):
+        original(self)
+        if self.state.step == step:
+            raise KeyboardInterrupt
+
+    return evaluate
+
+
+@pytest.fixture(scope="module")
+def cut_run(tmp_path_factory, tiny_model_dir):
+    """A run stopped at step 6 whose last checkpoint is step 4: (its recipe, its folder)."""
+    root = tmp_path_factory.mktemp("cut")
+    spec = recipe(root, tiny_model_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Trainer, "_evaluate", crash_at(6))
+        with pytest.raises(KeyboardInterrupt):
+            api.run(spec)
+    return spec, root / "r"
+
+
+def copy_of(cut_run, tmp_path) -> tuple[dict, Path]:
+    spec, folder = cut_run
+    shutil.copytree(folder, tmp_path / "r")
+    return {**spec, "output_dir": str(tmp_path)}, tmp_path / "r"
+
+
+def drop(key: str):
+    return lambda saved: {k: v for k, v in saved.items() if k != key}
+
+
+FOREIGN = [
+    (lambda saved: {}, r"\(no state, optimizer, scheduler, method, rng\)"),
+    (drop("optimizer"), r"\(no optimizer\)"),
+    (lambda saved: torch.zeros(3), r"\(no state, optimizer"),
+    (lambda saved: {**saved, "state": {**saved["state"], "stage": 2}}, r"keyword argument 'stage'"),
+    (lambda saved: {**saved, "state": {**saved["state"], "step": "4"}}, r"\(state \{"),
+    (lambda saved: {**saved, "optimizer": {"state": {}, "param_groups": []}}, r"parameter groups"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), FOREIGN)
+def test_a_foreign_or_partial_trainer_pt_is_one_line(cut_run, tmp_path, change, message):
+    """Issue 40: these were KeyError, TypeError and ValueError tracebacks."""
+    spec, folder = copy_of(cut_run, tmp_path)
+    path = folder / "checkpoints" / "last" / "trainer.pt"
+    torch.save(change(torch.load(path, weights_only=True)), path)
+    with pytest.raises(SrnetError) as caught:
+        api.run(spec, resume=True)
+    text = str(caught.value)
+    assert text.startswith(f"{path}: foreign or partial resume checkpoint (") and "\n" not in text
+    assert re.search(message, text) and text.endswith("rerun with --overwrite to start the run over")
+
+
+@pytest.mark.parametrize("deleted", ["checkpoints/last/trainer.pt", "checkpoints"])
+def test_a_lost_checkpoint_is_refused_not_restarted_from_step_0(cut_run, tmp_path, deleted):
+    """Issue 40: a deleted trainer.pt restarted the run from step 0 with a note in log.jsonl only."""
+    spec, folder = copy_of(cut_run, tmp_path)
+    target = folder / deleted
+    if target.is_dir():
+        shutil.rmtree(target)
+    else:
+        target.unlink()
+    path = folder / "checkpoints" / "last" / "trainer.pt"
+    with pytest.raises(SrnetError, match=f"^{path}: resume checkpoint missing "
+                                         r"\(the run saved one at step 4\); rerun with --overwrite"):
+        api.run(spec, resume=True)
+
+
+def test_a_run_stopped_before_its_first_checkpoint_restarts_and_says_so(tmp_path, tiny_model_dir, monkeypatch,
+                                                                        caplog):
+    spec = recipe(tmp_path, tiny_model_dir)
+    monkeypatch.setattr(Trainer, "_evaluate", crash_at(2))
+    with pytest.raises(KeyboardInterrupt):
+        api.run(spec)
+    assert not (tmp_path / "r" / "checkpoints" / "last").exists()
+    monkeypatch.undo()
+    with caplog.at_level(logging.WARNING, logger="srnet"):
+        api.run(spec, resume=True)
+    assert "resume: the run stopped before its first checkpoint; training starts at step 0" in caplog.text

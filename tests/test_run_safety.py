@@ -174,11 +174,18 @@ def test_a_kill_between_the_overwrite_renames_restores_the_old_run(tmp_path, tin
     assert not (tmp_path / ".r.replaced").exists()
 
 
-def test_resume_removes_the_debris_of_a_killed_finish(tmp_path, tiny_model_dir):
+def test_resume_removes_the_debris_of_a_killed_finish(tmp_path, tiny_model_dir, monkeypatch):
+    import srnet.experiments.run.finish as finish
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
     recipe = tiny_recipe(tmp_path, tiny_model_dir, "d", training={"mixed_precision": "no", "max_steps": 2})
-    api.run(recipe)
+    with monkeypatch.context() as patch:  # killed during its final writes: no metrics.json, checkpoints kept
+        patch.setattr(finish, "write_metrics", killed)
+        with pytest.raises(KeyboardInterrupt):
+            api.run(recipe)
     root = tmp_path / "d"
-    (root / "metrics.json").unlink()  # killed during its final writes
     (root / ".model.abc.tmp").mkdir()
     (root / ".model.abc.tmp" / "weights").write_bytes(b"x" * 100)
     (root / ".metrics.json.xyz.tmp").write_text("{")

@@ -1,5 +1,7 @@
 """Issue 30's security items: nothing srnet reads runs code from a file (a crafted pickle in a bias
-file or a resume checkpoint), and a YAML alias bomb fails fast in one short line."""
+file or a resume checkpoint), and a YAML alias bomb fails fast in one short line; issue 40's: YAML
+nested a thousand deep (or a chain of aliases that expands so) is one line wherever srnet reads
+YAML, and `srnet report` skips such a run."""
 
 from __future__ import annotations
 
@@ -15,8 +17,14 @@ import torch
 from conftest import tiny_recipe
 from srnet import api
 from srnet.bias import load_bias_log_probs
+from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.io import MAX_YAML_NODES, load_yaml
+from srnet.io import MAX_YAML_DEPTH, MAX_YAML_NODES, MAX_YAML_SIZE, load_yaml, read_yaml
+from srnet.reporting.study import write_report
+from test_study_report import write_run
+
+DEEP = "[" * 1000 + "]" * 1000
+"""1 KB of YAML nested a thousand deep: PyYAML's composer recursed once per level (RecursionError)."""
 
 
 class Exploit:
@@ -73,3 +81,42 @@ def test_a_yaml_alias_bomb_fails_fast_in_one_short_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and len(done.stderr) < 700
     assert "bomb.yaml: YAML expands to more than" in done.stderr
+
+
+def test_yaml_nested_too_deep_is_one_line_before_it_is_built(tmp_path):
+    chain = ["a0: &a0 " + "[" * 40 + "]" * 40]  # each alias 40 deeper than the last: 200 once expanded
+    chain += [f"a{i}: &a{i} " + "[" * 40 + f"*a{i - 1}" + "]" * 40 for i in range(1, 5)]
+    for text in (f"x: {DEEP}", "\n".join(chain)):
+        with pytest.raises(SrnetError, match=f"^deep.yaml: YAML nested more than {MAX_YAML_DEPTH} levels"):
+            load_yaml(text, "deep.yaml")
+    depth = MAX_YAML_DEPTH - 1  # the mapping is the first level
+    assert isinstance(load_yaml("x: " + "[" * depth + "]" * depth, "ok.yaml")["x"], list)
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("x: 1\n" + "#" * MAX_YAML_SIZE)
+    with pytest.raises(SrnetError, match=r"huge.yaml: 1,000,005 bytes of YAML; refused"):
+        read_yaml(huge)
+
+
+def test_deep_yaml_is_one_line_in_recipes_sweeps_overrides_and_resume(capsys, tmp_path, tiny_model_dir):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text(f"task: nli\nx: {DEEP}\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("task: nli\n")
+    for argv in (["run", str(deep)], ["sweep", str(deep)], ["run", str(recipe), "--set", f"tags.x={DEEP}"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "YAML nested more than" in err, (argv, err[-300:])
+    started = tiny_recipe(tmp_path / "runs", tiny_model_dir, "r")
+    (tmp_path / "runs" / "r").mkdir(parents=True)
+    (tmp_path / "runs" / "r" / "config.yaml").write_text(deep.read_text())
+    with pytest.raises(SrnetError, match=r"runs/r/config.yaml: YAML nested more than"):
+        api.run(started, resume=True)
+
+
+def test_a_report_skips_a_run_whose_config_nests_too_deep(tmp_path):
+    write_run(tmp_path, "good", seed=1, dev=0.5)
+    bad = write_run(tmp_path, "bad", seed=2, dev=0.6)
+    (bad / "config.yaml").write_text(f"task: nli\nx: {DEEP}\n")
+    text = write_report([tmp_path], tmp_path / "rep", figures=False).path.read_text()
+    assert "1 complete runs" in text
+    assert "1 run(s) skipped, unreadable: " in text and "bad/config.yaml: YAML nested more than" in text

@@ -34,16 +34,19 @@ class ExampleWeight(LossInput):
     per_class = False
 
     def read(self, path: str | Path, context: ReadContext) -> np.ndarray:
+        """The file's values as they are: srnet refuses text, nulls, NaN and inf (naming the row)."""
         path = Path(path)
         if not path.is_file():
             raise SrnetError(f"example-weight file {path} does not exist")
         weights = rows_by_id(read_jsonl_rows(path), path, "weight")
         require_ids(weights, context.ids, path, "weight")
-        return np.array([float(weights[str(i)]) for i in context.ids], dtype=np.float32)
+        return np.array([weights[str(i)] for i in context.ids], dtype=object)
 
     def check(self, owner: str, value: Tensor) -> None:
-        if (value < 0).any():
-            raise SrnetError(f"{owner}: example_weight {value.min().item():.4g} is negative")
+        negative = (value < 0).nonzero()
+        if len(negative):
+            row = int(negative[0])
+            raise SrnetError(f"{owner}: example_weight {value[row].item():.4g} at row {row} is negative")
 
 
 @register_loss("weighted_ce")

@@ -323,9 +323,11 @@ def attack(
     params: dict[str, Any] | None = None,
     resources: dict[str, Any] | None = None,
     examples: int = 0,
+    overwrite: bool = False,
 ):
     """Attack a run (or a model with a recipe) on one split; write ``<out>/<attack>.json`` + ``.jsonl``
-    (and ``<attack>_examples.md``, the first ``examples`` successes, when ``examples`` > 0).
+    (and ``<attack>_examples.md``, the first ``examples`` successes, when ``examples`` > 0); earlier
+    results of that attack in ``out`` are replaced only with ``overwrite``.
 
     Returns an :class:`srnet.experiments.verbs.attack.AttackReport`; see that module for the files.
     """
@@ -336,7 +338,7 @@ def attack(
         recipe = run_config
     resolved = as_recipe(recipe, overrides) if recipe is not None else None
     return attack_run(model, resolved, attack, n=n, seed=seed, split=split, out=out, params=params,
-                      resources=resources, examples=examples)
+                      resources=resources, examples=examples, overwrite=overwrite)
 
 
 def prune_(
@@ -402,7 +404,7 @@ def export_masked(
 def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:
     """Latency of ``models`` side by side in one process, speedups relative to the first (the
     ``srnet bench`` verb, :func:`srnet.experiments.verbs.bench.bench`: ``omp``, ``batch_sizes``,
-    ``lengths``, ``rounds``, ``warmup``, ``threads``, ``onnx``, ``out``)."""
+    ``lengths``, ``rounds``, ``warmup``, ``threads``, ``onnx``, ``out``, ``overwrite``)."""
     from srnet.experiments.verbs.bench import bench as run
 
     return run(list(models), **settings)

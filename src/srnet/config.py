@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from srnet.bias.model import BiasConfig
 from srnet.compat import RECIPE_KEYS_ADDED_LATER, SPLIT_KEYS_ADDED_LATER, drop_defaults
 from srnet.errors import SrnetError
-from srnet.io import load_yaml
+from srnet.io import load_yaml, read_yaml
 from srnet.loss_inputs import BUILT_IN_SOURCES, check_plugin_sources
 from srnet.losses import LOSSES
 from srnet.plugins import load_plugins
@@ -256,7 +256,7 @@ def parse_override(item: str, source: str = "--set") -> tuple[str, Any]:
     if not all(key.strip().split(".")):
         raise SrnetError(f"{source}: override key '{key}' is empty or has an empty part")
     try:
-        value = load_yaml(raw, source) if raw.strip() else None
+        value = load_yaml(raw, f"{source} {key.strip()}") if raw.strip() else None
     except yaml.YAMLError:
         value = raw
     return key.strip(), value
@@ -333,14 +333,7 @@ def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> 
             raise SrnetError(f"{path}: is a folder, not a recipe file (give the YAML file inside it)")
         if not path.is_file():
             raise SrnetError(f"{path}: recipe file not found")
-        try:
-            loaded = load_yaml(path.read_text(encoding="utf-8"), str(path))
-        except UnicodeDecodeError:
-            raise SrnetError(f"{path}: not a UTF-8 text file") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f":{mark.line + 1}" if mark is not None else ""
-            raise SrnetError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        loaded = read_yaml(path)
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):

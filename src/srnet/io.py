@@ -81,6 +81,35 @@ def make_dirs(path: str | Path) -> Path:
     return path
 
 
+def refuse_existing(out: str | Path, overwrite: bool) -> None:
+    """An existing ``out`` is replaced only with ``overwrite`` (checked before any work)."""
+    if Path(out).exists() and not overwrite:
+        raise SrnetError(f"{out}: already exists; pass --overwrite to replace it")
+
+
+def check_creatable(folder: str | Path, field: str) -> None:
+    """``folder`` can be created and written: no file on its path, and the nearest existing folder
+    above it writable; one line starting with ``field`` otherwise (checked before any work)."""
+    folder = Path(folder)
+    for parent in [folder, *folder.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SrnetError(f"{field}: cannot create {folder}: {parent} is a file")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise SrnetError(f"{field}: cannot write in {parent} (permission denied)")
+            return
+
+
+def check_new_file(path: str | Path, overwrite: bool, field: str) -> None:
+    """The file ``path`` can be written, before the work that produces it: not a folder, not an
+    existing file unless ``overwrite``, in a folder that can be created."""
+    path = Path(path)
+    if path.is_dir():
+        raise SrnetError(f"{field} {path}: is a folder; give a file name (e.g. {path / 'bench.json'})")
+    refuse_existing(path, overwrite)
+    check_creatable(path.parent, field)
+
+
 def make_temp_dir(parent: str | Path, prefix: str, suffix: str) -> Path:
     """A fresh folder in ``parent`` (made if missing) with the umask's permissions (not 0700)."""
     make_dirs(parent)
@@ -171,6 +200,11 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> Path
 MAX_YAML_NODES = 200_000
 """The most values a YAML document may expand to, aliases counted at every use: a recipe or sweep
 is a few hundred; a 'billion laughs' of nested aliases is refused instead of filling memory."""
+MAX_YAML_DEPTH = 50
+"""The deepest a YAML document's lists and mappings may nest (aliases expanded): a recipe nests
+about 5 deep; a thousand '[' would exhaust PyYAML's (and every later reader's) recursion."""
+MAX_YAML_SIZE = 1_000_000
+"""The longest YAML text (characters; a file's size in bytes) read: a sweep file is a few KB."""
 
 
 def file_sha256(path: str | Path) -> str:
@@ -199,23 +233,61 @@ def _digest_file(digest: Any, path: Path) -> None:
 
 def load_yaml(text: str, source: str) -> Any:
     """``yaml.safe_load`` of ``text`` (no code, no Python objects), refused in one line naming
-    ``source`` when its aliases expand to more than :data:`MAX_YAML_NODES` values."""
+    ``source`` when it is longer than :data:`MAX_YAML_SIZE`, nests deeper than
+    :data:`MAX_YAML_DEPTH` (checked on the parser's events, before anything is built) or, its
+    aliases expanded, holds more than :data:`MAX_YAML_NODES` values or nests deeper.  Invalid
+    YAML raises ``yaml.YAMLError`` (:func:`read_yaml` turns it into one line)."""
     import yaml
 
+    _check_size(len(text), "characters", source)
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):  # iterative: no recursion yet
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            _check_depth(depth, source)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
     loaded = yaml.safe_load(text)
-    count, stack = 0, [loaded]
+    count, stack = 0, [(loaded, 1)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         count += 1
         if count > MAX_YAML_NODES:
             raise SrnetError(f"{source}: YAML expands to more than {MAX_YAML_NODES:,} values (nested "
                              "aliases?); refused")
-        if isinstance(node, dict):
-            stack.extend(node.values())
-            stack.extend(node.keys())
-        elif isinstance(node, list):
-            stack.extend(node)
+        if isinstance(node, dict | list):
+            _check_depth(depth, source)
+            children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
     return loaded
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The YAML file ``path`` through :func:`load_yaml` (its size checked before it is read); one
+    line naming the file (and the line at fault) when it is not UTF-8 text or not valid YAML."""
+    import yaml
+
+    path = Path(path)
+    _check_size(path.stat().st_size, "bytes", str(path))
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"), str(path))
+    except UnicodeDecodeError:
+        raise SrnetError(f"{path}: not a UTF-8 text file") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or first_line(exc)
+        raise SrnetError(f"{path}{line}: invalid YAML: {problem}") from None
+
+
+def _check_size(size: int, unit: str, source: str) -> None:
+    if size > MAX_YAML_SIZE:
+        raise SrnetError(f"{source}: {size:,} {unit} of YAML; refused (the limit is {MAX_YAML_SIZE:,})")
+
+
+def _check_depth(depth: int, source: str) -> None:
+    if depth > MAX_YAML_DEPTH:
+        raise SrnetError(f"{source}: YAML nested more than {MAX_YAML_DEPTH} levels deep; refused")
 
 
 def first_line(exc: BaseException, limit: int | None = None) -> str:

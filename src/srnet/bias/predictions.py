@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from scipy.special import logsumexp
 
 from srnet.errors import SrnetError
-from srnet.io import atomic_write_jsonl, load_yaml
+from srnet.io import atomic_write_jsonl, read_yaml
 
 FORMAT_VERSION = 1
 PROB_FLOOR = 1e-12
@@ -165,10 +164,7 @@ def _check_run_task(run_dir: Path, task: str) -> None:
     config = run_dir / "config.yaml"
     if not config.is_file():
         return
-    try:
-        data = load_yaml(config.read_text(encoding="utf-8"), str(config)) or {}
-    except yaml.YAMLError as exc:
-        raise SrnetError(f"{config}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+    data = read_yaml(config) or {}
     found = data.get("task") if isinstance(data, dict) else None
     if isinstance(found, dict):  # a task section rather than a bare name
         found = found.get("name")

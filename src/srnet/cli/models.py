@@ -54,7 +54,9 @@ def add_bench(sub) -> None:
     p.add_argument("--quantize", metavar="MODE",
                    help="with --onnx: also time each model's dynamic INT8 ONNX graph (int8)")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    p.add_argument("--out", help="also write the results and the environment as JSON here")
+    p.add_argument("--out", help="also write the results and the environment as JSON here (checked "
+                   "before the bench)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_bench)
 
 
@@ -64,7 +66,7 @@ def cmd_bench(args) -> int:
 
     result = api.bench(args.models, omp=args.omp, batch_sizes=args.batch_sizes, lengths=args.lengths,
                        rounds=args.rounds, warmup=args.warmup, threads=args.threads, onnx=args.onnx,
-                       quantize=args.quantize, out=args.out)
+                       quantize=args.quantize, out=args.out, overwrite=args.overwrite)
     env = result["environment"]
     ort = f", onnxruntime {env['packages'].get('onnxruntime')}" if args.onnx else ""
     print(f"{env['cpu']} ({env['cpu_count']} cpus), {env['torch_threads']} threads, "

@@ -55,6 +55,8 @@ def add_attack(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split", default="dev", help="dev, or the name of an eval/challenge split")
     p.add_argument("--out", help="results folder (default RUN/attack)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the earlier results of this attack in the results folder")
     p.add_argument("--examples", type=int, default=0, metavar="N",
                    help="also write <out>/<attack>_examples.md: the first N successes, changed words marked")
     p.add_argument("--param", dest="params", action="append", default=[], metavar="KEY=VALUE",
@@ -75,7 +77,8 @@ def cmd_attack(args) -> int:
             raise SrnetError(f"--param {item!r}: expected KEY=VALUE")
         params[key] = load_yaml(value, f"--with {key}")
     report = api.attack(args.model, args.recipe, args.overrides, attack=args.attack, n=args.n, seed=args.seed,
-                        split=args.split, out=args.out, params=params, examples=args.examples)
+                        split=args.split, out=args.out, params=params, examples=args.examples,
+                        overwrite=args.overwrite)
     s = report.summary
     row = {k: s[k] for k in ("total", "skipped", "successful", "failed", "clean", "aua", "success_rate",
                              "avg_queries")}

@@ -47,7 +47,14 @@ from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
 from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write, first_line
-from srnet.loss_inputs import BUILT_IN_SOURCES, ReadContext, batch_inputs, check_plugin_sources, read_inputs
+from srnet.loss_inputs import (
+    BUILT_IN_SOURCES,
+    ReadContext,
+    batch_inputs,
+    check_plugin_sources,
+    note_unread,
+    read_inputs,
+)
 from srnet.losses import build_loss
 from srnet.models.loading import generic_label_names
 from srnet.pruning import build_method
@@ -68,7 +75,8 @@ class SrnetTrainer(Trainer):
     """A ``transformers.Trainer`` that prunes with a registered srnet method and trains with a
     registered srnet loss.
 
-    ``pruning``: a ``pruning`` section as in a recipe (dict or :class:`PruningConfig`; None: dense).
+    ``pruning``: a method name (its defaults), a ``pruning`` section as in a recipe (dict or
+    :class:`PruningConfig`) or None (dense).
     ``loss`` / ``loss_params``: a registered loss and its params.  ``bias_predictions``,
     ``teacher``, ``difficulty`` (and ``inputs``, a plug-in input's ``{source: file}``): the files
     of the inputs the loss needs, by example id (the ``id_column`` of ``train_dataset``).
@@ -76,7 +84,8 @@ class SrnetTrainer(Trainer):
     Everything else is ``Trainer``'s.
     """
 
-    def __init__(self, model=None, args=None, *, pruning: Mapping[str, Any] | PruningConfig | None = None,
+    def __init__(self, model=None, args=None, *,
+                 pruning: str | Mapping[str, Any] | PruningConfig | None = None,
                  loss: str = "ce", loss_params: Mapping[str, Any] | None = None,
                  bias_predictions: str | Path | None = None, teacher: str | Path | None = None,
                  difficulty: str | Path | None = None, inputs: Mapping[str, str | Path] | None = None,
@@ -333,14 +342,20 @@ class ExtrasCollator:
         return batch
 
 
-def _pruning_config(pruning: Mapping[str, Any] | PruningConfig | None) -> PruningConfig:
-    """The validated pruning section (one line naming the bad field)."""
+def _pruning_config(pruning: str | Mapping[str, Any] | PruningConfig | None) -> PruningConfig:
+    """The validated pruning section, from a method name, a section or a config (one line naming
+    the bad field or value)."""
     from pydantic import ValidationError
 
     from srnet.config import validation_line
 
     if isinstance(pruning, PruningConfig):
         return pruning
+    if isinstance(pruning, str):
+        pruning = {"method": pruning}
+    if pruning is not None and not isinstance(pruning, Mapping):
+        raise SrnetError(f"pruning={pruning!r:.60}: expected a method name, a pruning section (dict) "
+                         "or a PruningConfig")
     try:
         return PruningConfig.model_validate(dict(pruning or {"method": "dense"}))
     except ValidationError as exc:
@@ -351,6 +366,7 @@ def _read_extras(loss, model, train, id_column: str,
                  files: Mapping[str, str | Path | None]) -> dict[str, dict[str, np.ndarray]]:
     """The loss's extras by example id, read once; every training example must have a row."""
     needs = loss.requires
+    note_unread(needs, files, f"loss '{loss.name}'", _spell_kwarg)
     if not needs:
         return {}
     if train is None or id_column not in getattr(train, "column_names", ()):

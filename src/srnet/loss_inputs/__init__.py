@@ -17,6 +17,7 @@ from srnet.loss_inputs.base import (
     check_plugin_sources,
     input_sources,
     loss_input,
+    note_unread,
     read_inputs,
     register_input,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "check_plugin_sources",
     "input_sources",
     "loss_input",
+    "note_unread",
     "read_inputs",
     "register_input",
 ]

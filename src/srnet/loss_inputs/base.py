@@ -1,8 +1,12 @@
 """What a loss input is, its registry, and the two things done with every input: read its file
-once for the training examples, and check its batch tensor on every loss call."""
+once for the training examples (every value checked then, before a run folder exists), and check
+its batch tensor on every loss call."""
 
 from __future__ import annotations
 
+import logging
+import math
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -10,10 +14,14 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from srnet.errors import SrnetError
+from srnet.io import first_line
 from srnet.registry import Registry
+
+log = logging.getLogger("srnet.loss_inputs")
 
 
 @dataclass(frozen=True)
@@ -47,8 +55,9 @@ class LossInput(ABC):
 
     @abstractmethod
     def check(self, owner: str, value: Tensor) -> None:
-        """One-line SrnetError, starting with ``owner``, if a batch tensor (float, of the right
-        shape) holds values this input never has."""
+        """One-line SrnetError, starting with ``owner`` and naming the first bad row, if a tensor
+        (float, finite, of the right shape) holds values this input never has.  Called on every
+        batch and once on the whole file as read (``owner``: the file; rows: the training examples)."""
 
 
 LOSS_INPUTS: Registry[type[LossInput]] = Registry("loss input")
@@ -98,16 +107,69 @@ def check_batch(owner: str, requires: Collection[str], logits_shape: Sequence[in
 def read_inputs(who: Mapping[str, str], files: Mapping[str, str | Path | None], context: ReadContext,
                 spell: Callable[[str], str]) -> dict[str, np.ndarray]:
     """The arrays of the inputs ``who`` names (input -> what needs it, e.g. ``"loss 'poe'"``),
-    each read from ``files[<its source>]``; a missing file is one line naming how to give it
-    (``spell(source)``, e.g. ``"loss.teacher"``)."""
+    each read from ``files[<its source>]`` and checked (:func:`_checked_array`); a missing file is
+    one line naming how to give it (``spell(source)``, e.g. ``"loss.teacher"``)."""
     arrays: dict[str, np.ndarray] = {}
     for key in sorted(who):
         spec = loss_input(key)
         path = files.get(spec.source)
         if not path:
             raise SrnetError(f"{who[key]} needs {spell(spec.source)} {spec.what}")
-        arrays[key] = spec.read(path, context)
+        arrays[key] = _checked_array(key, path, _read(key, spec, path, context), context)
     return arrays
+
+
+def note_unread(needed: Collection[str], files: Mapping[str, str | Path | None], readers: str,
+                spell: Callable[[str], str]) -> None:
+    """One warning line for each file given in ``files`` that no input of ``needed`` reads (e.g. a
+    teacher for a loss without distillation; a sweep may give one to every grid point)."""
+    read = {loss_input(key).source for key in needed}
+    for source, path in sorted(files.items()):
+        if path and source not in read:
+            missing = "" if Path(path).exists() else " (and it does not exist)"
+            log.warning("%s is given as %s, but %s reads no %s file: ignored%s", path, spell(source),
+                        readers, source, missing)
+
+
+def _read(key: str, spec: LossInput, path: str | Path, context: ReadContext) -> np.ndarray:
+    """``spec.read`` as an array; an error of a plug-in's reader becomes one line naming the file."""
+    try:
+        return np.asarray(spec.read(path, context))
+    except SrnetError:
+        raise
+    except Exception as exc:  # a plug-in reader's float('abc'), KeyError, a ragged list...
+        reason = f"{type(exc).__name__}: {first_line(exc, 200)}"
+        raise SrnetError(f"{path}: unreadable {key} file ({reason})") from None
+
+
+def _checked_array(key: str, path: str | Path, array: np.ndarray, context: ReadContext) -> np.ndarray:
+    """``array`` as read from ``path`` for ``key``: of shape [N, C] (or [N]), finite numbers, and
+    passing the input's own check; one line naming the file and the first bad row otherwise."""
+    spec = loss_input(key)
+    expected = [len(context.ids), context.num_classes] if spec.per_class else [len(context.ids)]
+    if list(array.shape) != expected:
+        raise SrnetError(f"{path}: {key} read as shape {list(array.shape)}; expected {expected}")
+    row = _first_non_finite(array.reshape(len(array), -1))
+    if row is not None:
+        raise SrnetError(f"{path}: {key} of example id '{context.ids[row]}' (row {row}) is "
+                         f"{np.asarray(array[row]).tolist()!r}; expected finite numbers")
+    values = array.astype(np.float32)
+    spec.check(str(path), torch.from_numpy(values))
+    return values
+
+
+def _first_non_finite(rows: np.ndarray) -> int | None:
+    """The first row holding something other than a finite real number (text, None, NaN, inf)."""
+    if rows.dtype == object:
+        return next((n for n, row in enumerate(rows) if not all(map(_is_finite_real, row))), None)
+    if not np.issubdtype(rows.dtype, np.integer) and not np.issubdtype(rows.dtype, np.floating):
+        return 0  # text, booleans, complex numbers: no row is a number
+    bad = ~np.isfinite(rows).all(axis=1)
+    return int(np.flatnonzero(bad)[0]) if bad.any() else None
+
+
+def _is_finite_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def batch_inputs(batch: Mapping[str, Tensor]) -> dict[str, Tensor]:

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import ValidationError
 
 from srnet.errors import SrnetError
 from srnet.evaluation.challenge import f_bias
 from srnet.evaluation.metrics import COLLAPSE_RULES, collapse_from_counts, id_collapse, rules_differ
-from srnet.io import load_yaml
+from srnet.io import read_yaml
 from srnet.rundir.layout import ATTACK_COLUMNS, COMPLETE, RunDir, load_attacks
 from srnet.rundir.record import RunMetrics, SparsityRecord, read_metrics
 from srnet.tasks.registry import TASKS
@@ -101,11 +100,7 @@ def load_run(path: str | Path) -> Run:
     """Read one run directory's metrics.json and config.yaml and label it."""
     run = RunDir(Path(path))
     metrics = read_metrics(run.root)
-    try:
-        config = run.config
-        recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SrnetError(f"{run.root}: unreadable config.yaml ({type(exc).__name__})") from None
+    recipe = read_yaml(run.config) if run.config.is_file() else {}
     if not isinstance(recipe or {}, dict):
         raise SrnetError(f"{run.config}: not a mapping")
     recipe = recipe or {}

@@ -21,7 +21,7 @@ from safetensors.torch import save
 from torch import Tensor
 
 from srnet.errors import SrnetError
-from srnet.io import atomic_write
+from srnet.io import atomic_write, refuse_existing
 from srnet.models.structure import GRANULARITIES
 from srnet.sparsity.mask_io import (
     MaskFileMetadata,
@@ -80,12 +80,6 @@ def random_like(masks: Mapping[str, Tensor], seed: int = 0) -> dict[str, Tensor]
         keep[torch.randperm(mask.numel(), generator=generator)[:zeros]] = False
         out[name] = keep.view(mask.shape)
     return out
-
-
-def refuse_existing(out: str | Path, overwrite: bool) -> None:
-    """An existing ``out`` is replaced only with ``overwrite`` (checked before any work)."""
-    if Path(out).exists() and not overwrite:
-        raise SrnetError(f"{out}: already exists; pass --overwrite to replace it")
 
 
 def write_ticket(source: str | Path, sparsity: float, out: str | Path, *,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import pickle
@@ -50,6 +51,8 @@ from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSamp
 from srnet.training.objectives import Objective, Standard, loss_backward, train_step
 from srnet.training.precision import make_accelerator, resolve_mixed_precision
 
+log = logging.getLogger("srnet.training")
+
 DevMetric = Callable[[torch.nn.Module], float]
 """Evaluates the model (already frozen and in eval mode) on the ID dev split; higher is better."""
 
@@ -63,6 +66,22 @@ class TrainState:
     batch_in_epoch: int = 0
     best_metric: float | None = None
     best_step: int | None = None
+
+    @classmethod
+    def restored(cls, saved: object) -> TrainState:
+        """The state a checkpoint recorded; TypeError when ``saved`` is not one."""
+        if not isinstance(saved, dict):
+            raise TypeError(f"state is a {type(saved).__name__}")
+        state = cls(**saved)  # TypeError on a key TrainState does not have
+        counts = (state.step, state.epoch, state.batch_in_epoch, state.best_step or 0)
+        if not all(isinstance(n, int) and n >= 0 for n in counts) or not isinstance(
+                state.best_metric, int | float | None):
+            raise TypeError(f"state {saved}")
+        return state
+
+
+CHECKPOINT_KEYS = ("state", "optimizer", "scheduler", "method", "rng")
+"""What ``trainer.pt`` holds beside the model's ``model.safetensors``."""
 
 
 def is_main_process() -> bool:
@@ -200,10 +219,8 @@ class Trainer:
 
     def train(self, resume: bool = False) -> TrainState:
         """Run (or continue) training to ``self.steps`` optimizer steps."""
-        if resume and (self.last_dir / "trainer.pt").exists():
-            self._load_last()
-        elif resume:
-            self._log({"event": "resume", "note": "no checkpoint found; starting from scratch"})
+        if resume:
+            self._resume()
         cfg = self.cfg
         eval_every = cfg.eval_every or max(1, math.ceil(len(self.loader) / cfg.grad_accum))
         save_every = cfg.checkpoint_every or eval_every
@@ -361,6 +378,22 @@ class Trainer:
             )
 
         self._write(self.last_dir, write)
+        self._log({"event": "checkpoint", "step": self.state.step})
+
+    def _resume(self) -> None:
+        """Continue from the last checkpoint.  Without one, start at step 0 only when the run
+        stopped before saving any (and say so); a checkpoint it saved and lost is refused."""
+        path = self.last_dir / "trainer.pt"
+        if path.exists():
+            self._load_last()
+            return
+        step = _checkpoint_step(self.log_path)
+        if step is not None or self.last_dir.exists():
+            saved = f"the run saved one at step {step}" if step is not None else f"{self.last_dir} is partial"
+            raise SrnetError(f"{path}: resume checkpoint missing ({saved}); rerun with --overwrite to start "
+                             "the run over")
+        log.warning("resume: the run stopped before its first checkpoint; training starts at step 0")
+        self._log({"event": "resume", "note": "no checkpoint found; starting from scratch"})
 
     def _load_last(self) -> None:
         path = self.last_dir / "trainer.pt"
@@ -373,13 +406,24 @@ class Trainer:
             load_model_state(self.unwrapped, weights)
         except Exception as exc:  # safetensors' own error types, size mismatches of another model
             raise _unresumable(weights, "unreadable or foreign", exc) from None
+        try:
+            self._restore(saved)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
+            raise _unresumable(path, "foreign or partial", exc) from None
+        self._log({"event": "resume", "step": self.state.step})
+
+    def _restore(self, saved: object) -> None:
+        """Optimizer, scheduler, method, RNG and train state from a loaded ``trainer.pt``."""
+        missing = [key for key in CHECKPOINT_KEYS if not isinstance(saved, dict) or key not in saved]
+        if missing:
+            raise ValueError(f"no {', '.join(missing)}")
+        state = TrainState.restored(saved["state"])
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         if saved["method"] is not None:  # None: a dense run saved before the dense method existed
             self.method.load_state_dict(saved["method"])
         set_rng_state(saved["rng"])
-        self.state = TrainState(**saved["state"])
-        self._log({"event": "resume", "step": self.state.step})
+        self.state = state
 
     def _log_train(self, logged: list[dict[str, float]], started: float, bar) -> None:
         """One log line: the mean of each value the objective logged (``loss``, and e.g. its
@@ -412,6 +456,20 @@ class Trainer:
         for key, value in entry.items():
             if isinstance(value, int | float) and key != "step":
                 self._tb.add_scalar(f"{entry['event']}/{key}", value, entry["step"])
+
+
+def _checkpoint_step(log_path: Path) -> int | None:
+    """The step of the last checkpoint ``log.jsonl`` records (None: none; a cut-off line skipped)."""
+    step = None
+    if log_path.is_file():
+        for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(entry, dict) and entry.get("event") == "checkpoint":
+                step = entry.get("step")
+    return step
 
 
 def _unresumable(path: Path, what: str, exc: BaseException) -> SrnetError:

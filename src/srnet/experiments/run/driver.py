@@ -8,7 +8,6 @@ in between is the task's run kind's (:mod:`srnet.experiments.run.kinds`): ``task
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ from srnet.experiments.refs import stage_refs
 from srnet.experiments.run import tamt as _text_kind  # noqa: F401  (registers the run kind)
 from srnet.experiments.run import task as _task_kind  # noqa: F401  (registers the run kind)
 from srnet.experiments.run.kinds import RUN_KINDS
-from srnet.io import atomic_write_json, atomic_write_text
+from srnet.io import atomic_write_json, atomic_write_text, check_creatable
 from srnet.rundir.layout import RunDir, environment
 from srnet.rundir.record import RunMetrics
 from srnet.tasks import get_task
@@ -84,7 +83,7 @@ def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool
     dense_metrics = RunDir(Path(recipe.dense_reference)).metrics if recipe.dense_reference else None
     if dense_metrics is not None and not dense_metrics.is_file():
         raise SrnetError(f"dense_reference: {dense_metrics} not found")
-    check_output_folder(run.root)
+    check_creatable(run.root, "output_dir")
     recipe.pruning.check_inputs()  # e.g. fixed: its mask file exists
     run.check_free(resume=resume, overwrite=overwrite)
     if overwrite:
@@ -93,15 +92,3 @@ def check_runnable(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool
         raise SrnetError(f"{run.root} is already complete (metrics.json exists); nothing to resume")
     if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
         raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
-
-
-def check_output_folder(folder: Path) -> None:
-    """The run folder can be created and written: no file on its path, and the nearest existing
-    folder above it writable (checked before any data or model loads)."""
-    for parent in [folder, *folder.parents]:
-        if parent.exists():
-            if not parent.is_dir():
-                raise SrnetError(f"output_dir: cannot create {folder}: {parent} is a file")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise SrnetError(f"output_dir: cannot write in {parent} (permission denied)")
-            return

@@ -210,10 +210,12 @@ def read_training_extras(recipe: Recipe, task: Task, loss, train: list[Example],
                          also: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Per-example arrays the loss (and, ``also``, the objective) needs (bias log-probs, teacher
     probs, difficulty, a plug-in's inputs), in the order of ``train``."""
-    from srnet.loss_inputs import ReadContext, read_inputs
+    from srnet.loss_inputs import ReadContext, note_unread, read_inputs
 
     cfg = recipe.loss
     who = {key: f"loss '{cfg.name}'" if key in loss.requires else f"objective '{recipe.objective.name}'"
            for key in set(loss.requires) | set(also)}
+    note_unread(who, cfg.input_files(), f"loss '{cfg.name}' with objective '{recipe.objective.name}'",
+                cfg.spell)  # the files the recipe gives (bias_dir's default is not one)
     context = ReadContext([ex.id for ex in train], task.labels, len(task.labels), task.name)
     return read_inputs(who, cfg.input_files(recipe.bias_dir), context, cfg.spell)

@@ -33,7 +33,7 @@ from srnet.config import (
 from srnet.errors import SrnetError
 from srnet.experiments.refs import intermediate_refs, resolve_gathered_refs, resolve_refs, stage_refs
 from srnet.experiments.sweep.stages import get_stage
-from srnet.io import atomic_write_text, load_yaml
+from srnet.io import atomic_write_text, read_yaml
 from srnet.rundir.layout import COMPLETE
 
 RECORD = "sweep.yaml"
@@ -91,10 +91,7 @@ def load_sweep(path: str | Path, overrides: list[str] | None = None) -> dict[str
     path = Path(path)
     if not path.is_file():
         raise SrnetError(f"{path}: sweep file not found")
-    try:
-        data = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise SrnetError(f"{path}: not a valid YAML file ({str(exc).splitlines()[0]})") from None
+    data = read_yaml(path) or {}
     if not isinstance(data, dict):
         raise SrnetError(f"{path}: a sweep must be a mapping (name, output_dir, base, stages, grid)")
     grid_items = [item for item in overrides or [] if item.startswith("grid.")]
@@ -342,7 +339,7 @@ def record_sweep(data: dict[str, Any], output_dir: Path, *, resume: bool) -> Non
     if record.is_file():
         if not resume:
             raise SrnetError(f"{output_dir} already holds a sweep ({record}); pass --resume to continue it")
-        changed = first_conflict(load_yaml(record.read_text(encoding="utf-8"), str(record)), data)
+        changed = first_conflict(read_yaml(record), data)
         if changed:
             raise SrnetError(f"{record}: --resume with a changed sweep: '{changed}' differs from the "
                              "recorded one (use a new output_dir; a resume may add stages or grid values)")

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
-from srnet.io import load_yaml
+from srnet.io import read_yaml
 from srnet.registry import Registry
 from srnet.rundir.layout import RunDir
 
@@ -261,7 +261,8 @@ class AttackStage(Stage):
                 if done.is_file():
                     continue
                 report = attack_run(run, None, name, n=params.n, seed=params.seed, split=params.split,
-                                    params=params.params.get(name), examples=params.examples)
+                                    params=params.params.get(name), examples=params.examples,
+                                    overwrite=True)  # a rerun of the unfinished pair
                 atomic_write_text(done, f"{report.summary_path}\n")
 
 
@@ -318,7 +319,7 @@ def run_masks(run: str | Path) -> Path:
     if own.is_file():
         return own
     config = folder.config
-    recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else {}
+    recipe = read_yaml(config) if config.is_file() else {}
     mask_file = recorded_param((recipe or {}).get("pruning"), "mask_file")
     if mask_file is None:
         raise SrnetError(f"{run}: no masks.safetensors and no pruning mask file: nothing to export "
@@ -361,4 +362,4 @@ class BenchStage(Stage):
 
         bench(params.models, batch_sizes=params.batch_sizes, lengths=params.lengths, rounds=params.rounds,
               warmup=params.warmup, threads=params.threads, onnx=params.onnx, quantize=params.quantize,
-              out=self.output(folder, params))
+              out=self.output(folder, params), overwrite=True)  # the stage's own file

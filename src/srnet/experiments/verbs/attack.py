@@ -27,7 +27,7 @@ from srnet.experiments.run.data import data_base_dir
 from srnet.experiments.verbs.attack_examples import write_examples
 from srnet.experiments.verbs.split_predictions import find_split
 from srnet.export.onnx import require_onnx, runtime_model
-from srnet.io import atomic_write_json, atomic_write_jsonl
+from srnet.io import atomic_write_json, atomic_write_jsonl, refuse_existing
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.rundir.layout import RunDir
 from srnet.tasks import get_task, label_space, load_examples, split_name
@@ -57,12 +57,14 @@ def attack_run(
     params: dict[str, Any] | None = None,
     resources: dict[str, Any] | None = None,
     examples: int = 0,
+    overwrite: bool = False,
 ) -> AttackReport:
     """Attack ``n`` examples (all when None) of ``split`` of ``model`` (a run directory or a model).
 
     ``recipe`` defaults to a run's own ``config.yaml``; ``resources`` are passed to the attack
     (e.g. ``neighbours=SynonymTable(...)``); ``examples`` > 0 writes the first that many successes
-    to ``<attack>_examples.md``.
+    to ``<attack>_examples.md``.  Earlier results of the same attack in ``out`` are replaced only
+    with ``overwrite`` (checked before the model loads).
     """
     if examples < 0:
         raise SrnetError(f"--examples {examples}: must be 0 or more")
@@ -82,6 +84,8 @@ def attack_run(
     task = get_task(recipe.task)
     spec = find_split(recipe, split)
     chosen, attacked = _examples_to_attack(recipe, task, spec, n, seed)
+    for suffix in (".json", ".jsonl"):
+        refuse_existing(Path(out) / f"{attack}{suffix}", overwrite)
 
     source = str(run.model) if is_run else model
     tokenizer = load_tokenizer(source)

@@ -182,14 +182,18 @@ def bench(
     onnx: bool = False,
     quantize: str | None = None,
     out: str | Path | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
     load ``models`` (the first is the baseline), add OMP variants of the first at ``omp``
     sparsities, time them all under :func:`run_bench` with ``threads`` torch threads (restored
-    afterwards: a sweep worker runs further stages) and write the result to ``out`` when given."""
+    afterwards: a sweep worker runs further stages) and write the result to ``out`` when given
+    (checked first: an existing file is replaced only with ``overwrite``)."""
     from srnet.export.onnx import check_quantize, require_onnx
-    from srnet.io import atomic_write_json
+    from srnet.io import atomic_write_json, check_new_file
 
+    if out is not None:
+        check_new_file(out, overwrite, "--out")
     check_quantize(quantize, onnx)
     if onnx:
         require_onnx()  # before any model is loaded

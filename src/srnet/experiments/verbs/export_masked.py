@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.io import load_yaml
+from srnet.io import read_yaml
 from srnet.rundir.layout import RunDir, load_attacks
 from srnet.rundir.record import read_metrics
 
@@ -62,7 +62,7 @@ def _card_context(folder: Path) -> dict:
     """What a finished run tells its export's model card: metrics, attack summaries, recipe."""
     run = RunDir(folder)
     config = run.config
-    recipe = load_yaml(config.read_text(encoding="utf-8"), str(config)) if config.is_file() else None
+    recipe = read_yaml(config) if config.is_file() else None
     return {"metrics": read_metrics(folder).as_json(), "attacks": load_attacks(folder), "recipe": recipe}
 
 
