@@ -65,6 +65,15 @@ run)
   grep -ao "\[[0-9]*/[0-9]*\] [a-z]* [a-z_0-9]* seed=[0-9][^(]*([0-9.]*s)\?" "$OUT/sweep.log" | tail -60
   echo "elapsed $(( $(date +%s) - T0 ))s"
   ;;
+bring-export)
+  # after `run`: an export stage's folder back through $OUT's 16 MiB files: its small files as
+  # export_small.tgz, its weights rounded to bfloat16 in parts w.partNN (join with cat, then
+  # benchmarks/device_weights.py widens them back to float32)
+  folder=$(ls -d "runs/${2:?sweep name}/${3:?export stage}"/*/ | head -1)
+  tar czf "$OUT/export_small.tgz" --exclude model.safetensors -C "$(dirname "$folder")" "$(basename "$folder")"
+  PYTHONPATH=/tmp/site:$PWD/src python3 benchmarks/device_weights.py narrow "$folder/model/model.safetensors" /tmp/w.bf16
+  split -b 16000000 -d /tmp/w.bf16 "$OUT/w.part" && ls -l "$OUT"
+  ;;
 mask-step)
   # after `run` on the same machine: the mask-training step against a dense step on the GPU
   export PYTHONPATH=/tmp/site:$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -72,6 +81,6 @@ mask-step)
     | tee "$OUT/mask_step_gpu.txt"
   ;;
 *)
-  echo "usage: $0 prepare BIAS_DIR | stage-a | run LIMIT_S COMMIT WORKERS NAME SEEDS RECIPE | mask-step [LIMIT_S]" >&2; exit 2
+  echo "usage: $0 prepare BIAS_DIR | stage-a | run LIMIT_S COMMIT WORKERS NAME SEEDS RECIPE | mask-step [LIMIT_S] | bring-export NAME STAGE" >&2; exit 2
   ;;
 esac
