@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 import re
 
 import pytest
@@ -341,7 +342,9 @@ def test_bench_times_dense_shrunk_and_unstructured_models(tiny_model_dirs, tmp_p
     assert [(r["batch"], r["length"]) for r in rows] == [(1, 8)] * 4 + [(2, 8)] * 4
     assert rows[0]["speedup"] == 1.0 and rows[1]["params_m"] < rows[2]["params_m"] == rows[0]["params_m"]
     assert rows[3]["params_m"] == rows[0]["params_m"]  # CSR stores the same matrices, zeros implied
-    assert {"cpu", "cpu_count", "torch_threads", "packages"} <= set(result["environment"])
+    assert {"cpu", "cpu_count", "torch_threads", "packages", "cpu_int8"} <= set(result["environment"])
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    assert ("avx2" in flags) == ("avx2" in result["environment"]["cpu_int8"]["flags"])
     assert result["threads"] == torch.get_num_threads() and isinstance(result["warnings"], list)
     assert all(r["min_ms"] <= r["latency_ms"] <= r["max_ms"] for r in rows)
     assert all(r["spread"] == pytest.approx((r["max_ms"] - r["min_ms"]) / r["latency_ms"]) for r in rows)

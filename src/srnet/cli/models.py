@@ -69,6 +69,8 @@ def cmd_bench(args) -> int:
                        quantize=args.quantize, out=args.out, overwrite=args.overwrite)
     env = result["environment"]
     ort = f", onnxruntime {env['packages'].get('onnxruntime')}" if args.onnx else ""
+    if args.quantize:
+        print(f"int8 on this CPU: {env['cpu_int8']['best']}")
     print(f"{env['cpu']} ({env['cpu_count']} cpus), {env['torch_threads']} threads, "
           f"torch {env['packages'].get('torch')}, transformers {env['packages'].get('transformers')}{ort}; "
           f"{args.rounds} interleaved rounds (min / median / max ms); speedup of medians vs the first "

@@ -281,12 +281,34 @@ def bench_environment() -> dict[str, Any]:
     env["machine"] = platform.machine()
     env["cpu"] = _cpu_model()
     env["cpu_count"] = os.cpu_count()
+    env["cpu_int8"] = cpu_int8_features()
     for name in ("onnxruntime", "onnx"):
         try:
             env["packages"][name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             env["packages"][name] = None
     return env
+
+
+INT8_FLAGS = {
+    "avx2": "AVX2 (int8 dot products through 16-bit intermediates)",
+    "avx512_vnni": "AVX512-VNNI (one-instruction int8 dot products)",
+    "avx_vnni": "AVX-VNNI (VNNI on 256-bit registers)",
+    "amx_int8": "AMX-INT8 (int8 matrix tiles)",
+}
+"""The CPU flags (``/proc/cpuinfo``) that decide how fast ONNX Runtime's INT8 matrix products run,
+in words: without VNNI they multiply through 16-bit intermediates and gain little over FP32."""
+
+
+def cpu_int8_features() -> dict[str, Any]:
+    """Which of :data:`INT8_FLAGS` this CPU has, and the fastest path, in words."""
+    try:
+        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    have = [flag for flag in INT8_FLAGS if flag in flags]
+    return {"flags": have, "best": INT8_FLAGS[have[-1]] if have else "unknown (no /proc/cpuinfo flags)"}
 
 
 def _cpu_model() -> str:
