@@ -92,7 +92,8 @@ def collapsed(runs: dict[int, dict]) -> str:
             for split, result in m[group].items():
                 if result.get("collapsed"):
                     flags[split].append(seed)
-    return "; ".join(f"{split}: seeds {','.join(map(str, seeds))}" for split, seeds in flags.items()) or "none"
+    listed = [f"{split}: seeds {','.join(map(str, seeds))}" for split, seeds in flags.items()]
+    return "; ".join(listed) or "none"
 
 
 def table(runs: dict[str, dict[int, dict]]) -> None:

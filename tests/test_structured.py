@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 import re
+from pathlib import Path
 
 import pytest
 import torch
