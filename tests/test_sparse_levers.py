@@ -115,3 +115,17 @@ def test_structured_search_starts_from_omp_gradient_and_moves_beyond_it(tmp_path
 def test_importance_init_needs_heads_or_neurons():
     with pytest.raises(ValueError, match="init 'importance' scores heads and neurons"):
         PruningConfig(method="mask_train", params={"init": "importance", "mask_lr": 1e-3})
+
+
+def test_a_teacher_predicted_on_other_labels_is_one_line(tmp_path, tiny_model_dir, dense):
+    rows = [json.loads(line) for line in (dense[0] / "predictions" / "train.jsonl").open()]
+    swap = {"entailment": "neutral", "neutral": "contradiction", "contradiction": "entailment"}
+    rows[5]["gold"] = swap[rows[5]["gold"]]
+    teacher = tmp_path / "teacher.jsonl"
+    teacher.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = poe_search(tmp_path, tiny_model_dir, dense, "bad", loss={"teacher": str(teacher)},
+                      objective={"name": "kd", "params": {"pred_weight": 1.0}})
+    with pytest.raises(SrnetError, match=f"example id '{rows[5]['id']}' has gold label") as info:
+        api.run(spec)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "bad").exists()

@@ -120,6 +120,24 @@ def load_bias_log_probs(
     return _to_log_probs(_align(mapping, example_ids, num_classes, path), example_ids, path)
 
 
+def teacher_file(path: str | Path) -> Path:
+    """A teacher's predictions file: ``<run>/predictions/train.jsonl`` for a run directory."""
+    path = Path(path)
+    return path / "predictions" / "train.jsonl" if path.is_dir() else path
+
+
+def teacher_golds(path: str | Path) -> dict[str, str]:
+    """Example id -> the gold label name a teacher's predictions file records (rows without one
+    are left out)."""
+    golds = {}
+    with teacher_file(path).open() as f:
+        for line in f:
+            row = json.loads(line) if line.strip() else {}
+            if isinstance(row, dict) and isinstance(row.get("gold"), str) and "id" in row:
+                golds[str(row["id"])] = row["gold"]
+    return golds
+
+
 def load_teacher_probs(
     path: str | Path,
     example_ids: Sequence[str],
@@ -132,8 +150,7 @@ def load_teacher_probs(
     run's ``config.yaml`` names a different top-level ``task`` (a name, or a section with a
     ``name``), that is an error.
     """
-    path = Path(path)
-    file = path / "predictions" / "train.jsonl" if path.is_dir() else path
+    file = teacher_file(path)
     if task is not None and file.parent.name == "predictions":
         _check_run_task(file.parent.parent, task)
     return read_prediction_probs(file, example_ids, num_classes)

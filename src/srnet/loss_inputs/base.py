@@ -27,12 +27,15 @@ log = logging.getLogger("srnet.loss_inputs")
 @dataclass(frozen=True)
 class ReadContext:
     """What a reader may need besides the file: the training examples' ids (rows are returned in
-    this order), the task's label names (None: unknown), its class count and name (None: unknown)."""
+    this order), the task's label names (None: unknown), its class count and name (None: unknown) and
+    the examples' gold labels."""
 
     ids: Sequence[str]
     labels: Sequence[str] | None
     num_classes: int
     task: str | None = None
+    golds: Sequence[str] | None = None
+    """The training examples' gold label names, in the order of ``ids`` (None: unknown)."""
 
 
 class LossInput(ABC):

@@ -217,5 +217,6 @@ def read_training_extras(recipe: Recipe, task: Task, loss, train: list[Example],
            for key in set(loss.requires) | set(also)}
     note_unread(who, cfg.input_files(), f"loss '{cfg.name}' with objective '{recipe.objective.name}'",
                 cfg.spell)  # the files the recipe gives (bias_dir's default is not one)
-    context = ReadContext([ex.id for ex in train], task.labels, len(task.labels), task.name)
+    context = ReadContext([ex.id for ex in train], task.labels, len(task.labels), task.name,
+                          golds=[task.labels[ex.label] for ex in train])
     return read_inputs(who, cfg.input_files(recipe.bias_dir), context, cfg.spell)
