@@ -185,8 +185,9 @@ class Recipe(_Strict):
     )
     plugins: list[str] = Field(
         default_factory=list,
-        description="modules (names on sys.path, or .py paths) imported before the recipe is read, in "
-        "every process: each registers its plug-ins (a pruning method, loss, task, ...)",
+        description="modules (names on sys.path, or .py paths; one may be given as a string) imported "
+        "before the recipe is read, in every process: each registers its plug-ins (a pruning method, "
+        "loss, task, ...)",
     )
 
     @field_validator("name")
@@ -196,6 +197,11 @@ class Recipe(_Strict):
         if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise ValueError("a run name must be a plain folder name (not empty, '.', '..' or a path)")
         return name
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _one_plugin(cls, value: Any) -> Any:
+        return plugin_list(value)
 
     @field_validator("pruning", mode="before")
     @classmethod
@@ -294,12 +300,22 @@ def _list_index(node: list, part: str, key: str, source: str) -> int:
 
 def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
     """Validate a recipe dict (after importing its plug-ins); one-line error naming the first bad key."""
-    plugins = data.get("plugins") if isinstance(data, dict) else None
-    load_plugins(p for p in plugins or [] if isinstance(p, str))  # a bad list is validation's to name
+    load_plugins(plugin_names(data))
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:
         raise SrnetError(validation_line(source, exc)) from None
+
+
+def plugin_list(value: Any) -> Any:
+    """A recipe's ``plugins`` value with a single name (``--set plugins=my_method.py``) as a list."""
+    return [value] if isinstance(value, str) else value
+
+
+def plugin_names(data: Any) -> list[str]:
+    """The plug-in names of a recipe dict (a malformed ``plugins`` value is validation's to name)."""
+    names = plugin_list(data.get("plugins")) if isinstance(data, dict) else None
+    return [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
 
 
 def validation_line(source: str, exc: ValidationError) -> str:
