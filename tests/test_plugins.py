@@ -1,6 +1,7 @@
 """Plug-ins work in every process: a recipe's ``plugins:`` (a module name or a ``.py`` path) and
 the ``srnet.plugins`` entry-point group reach ``srnet run``, the spawned workers of
 ``srnet sweep --workers 2`` and ``SrnetTrainer``, which never import the plug-in otherwise; a
+finished run's recorded plug-ins are given with ``--plugins``, never imported from its folder; a
 plug-in that cannot be imported (or exits) is one line, exit 2."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import yaml
 from conftest import synthetic_split as synthetic
 from srnet.cli import main
 from srnet.config import load_recipe, recipe_from_dict
-from srnet.plugins import FILE_MODULE_PREFIX, load_plugins
+from srnet.plugins import FILE_MODULE_PREFIX, load_plugins, missing_plugins
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "tests" / "toy_method.py"
@@ -46,6 +47,11 @@ def test_a_recipe_plugin_path_reaches_srnet_run(tmp_path, tiny_model_dir):
     assert done.returncode == 0, done.stderr[-1500:]
     metrics = json.loads((tmp_path / "runs" / "toy" / "metrics.json").read_text())
     assert metrics["sparsity"]["overall"] == 0.5
+    refused = srnet("predict", "runs/toy", "--split", "dev", cwd=tmp_path)  # the run's plug-in: not imported
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"made with plug-in '{TOY}', which is not loaded; pass it with --plugins {TOY}" in refused.stderr
+    given = srnet("predict", "runs/toy", "--split", "dev", "--plugins", str(TOY), cwd=tmp_path)
+    assert given.returncode == 0 and (tmp_path / "runs" / "toy" / "predictions" / "dev.jsonl").is_file()
 
 
 def test_a_recipe_plugin_module_reaches_spawned_sweep_workers(tmp_path, tiny_model_dir):
@@ -105,6 +111,8 @@ def test_same_named_plugin_files_in_two_folders_both_load(tmp_path):
     loaded = {module.FOLDER for name, module in sys.modules.items() if name.startswith(FILE_MODULE_PREFIX)
               and Path(module.__file__).parent.parent == tmp_path}
     assert loaded == {"a", "b"}
+    recorded = ["elsewhere/same.py", "no_such_module", "other.py"]  # a run records paths as given
+    assert missing_plugins(recorded) == ["no_such_module", "other.py"]
 
 
 def test_a_single_plugin_given_as_a_string_is_a_one_element_list():

@@ -10,6 +10,10 @@ validates its stage's recipe, which loads them first):
 * the ``srnet.plugins`` entry-point group of installed packages (``[project.entry-points.
   "srnet.plugins"] mine = "my_package.my_method"``), loaded once per process (``SrnetTrainer``
   loads them too).
+
+Commands that read a finished run (``srnet predict``, ``attack``, ``report``) take ``--plugins``;
+the ``plugins:`` a run folder's ``config.yaml`` records are never imported from it, only checked
+against what is loaded (:func:`missing_plugins`).
 """
 
 from __future__ import annotations
@@ -71,6 +75,16 @@ def load_plugin(name: str) -> None:
     except Exception as exc:
         raise SrnetError(f"plugins: cannot import '{name}' ({type(exc).__name__}: "
                          f"{first_line(exc, 200)})") from None
+
+
+def missing_plugins(names: Iterable[str]) -> list[str]:
+    """The plug-ins of ``names`` (as a run folder records them) that this process has not loaded: a
+    module that is not imported, a ``.py`` file whose name no loaded file plug-in has (the recorded
+    path is relative to where the run ran)."""
+    files = {Path(module.__file__).name for key, module in list(sys.modules.items())
+             if key.startswith(FILE_MODULE_PREFIX) and getattr(module, "__file__", None)}
+    return [name for name in names
+            if (Path(name).name not in files if name.endswith(".py") else name not in sys.modules)]
 
 
 def _import_file(path: Path) -> None:

@@ -14,7 +14,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from srnet.config import Recipe, dump_recipe, load_recipe
+from srnet.config import Recipe, dump_recipe, plugin_list, read_recipe_file, recorded_recipe
 from srnet.errors import SrnetError
 from srnet.experiments.refs import stage_refs
 from srnet.experiments.run import tamt as _text_kind  # noqa: F401  (registers the run kind)
@@ -127,5 +127,18 @@ def check_state(recipe: Recipe, run: RunDir, *, resume: bool, overwrite: bool) -
         return
     if resume and run.complete:
         raise SrnetError(f"{run.root} is already complete (metrics.json exists); nothing to resume")
-    if resume and run.config.is_file() and load_recipe(run.config).fingerprint() != recipe.fingerprint():
-        raise SrnetError(f"{run.config}: --resume with a different recipe than the one this run started with")
+    if resume and run.config.is_file():
+        check_same_recipe(recipe, run.config)
+
+
+def check_same_recipe(recipe: Recipe, config: Path) -> None:
+    """``--resume``: the run's recorded recipe (``config.yaml``) computes what ``recipe`` does and
+    names the same plug-ins (compared first, so nothing the file names is imported)."""
+    recorded = read_recipe_file(config)
+    plugins = plugin_list(recorded.get("plugins")) or []
+    if plugins != recipe.plugins:
+        raise SrnetError(f"{config}: --resume with other plug-ins than this run started with (plugins "
+                         f"{plugins!r} there, {recipe.plugins!r} now)")
+    if recorded_recipe(recorded, str(config)).fingerprint() != recipe.fingerprint():
+        raise SrnetError(f"{config}: --resume with a different recipe than the one this run started with")
+
