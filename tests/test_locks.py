@@ -1,4 +1,5 @@
-"""Stage locks: one holder at a time, stale locks taken over, two real sweeps on one folder."""
+"""Folder locks (sweep stages, runs): one holder at a time, stale locks taken over, nothing left
+once released, two real sweeps on one folder."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import yaml
 
 from conftest import synthetic_split as synthetic
 from srnet import api
-from srnet.experiments.sweep import locks
+from srnet.rundir import locks
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,15 +27,15 @@ def test_a_held_lock_is_not_taken_and_release_frees_it(tmp_path):
     second = locks.acquire(tmp_path / "stage")
     assert second.token is None and f"pid {os.getpid()} on {socket.gethostname()}" in second.note
     locks.release(tmp_path / "stage", "not-the-holder")  # only the holder releases
-    assert (tmp_path / "stage" / locks.LOCK).exists()
+    assert (tmp_path / "stage" / locks.STAGE_LOCK).exists()
     locks.release(tmp_path / "stage", first.token)
-    assert not (tmp_path / "stage" / locks.LOCK).exists()
+    assert list((tmp_path / "stage").iterdir()) == []  # neither the lock nor its guard is left
     assert locks.acquire(tmp_path / "stage").token
 
 
 def write_lock(folder: Path, **holder) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / locks.LOCK).write_text(json.dumps({"token": "old", **holder}))
+    (folder / locks.STAGE_LOCK).write_text(json.dumps({"token": "old", **holder}))
 
 
 def test_stale_locks_are_taken_over_with_a_note(tmp_path):
@@ -73,7 +74,7 @@ def test_two_sweeps_on_one_folder_run_each_stage_once(tmp_path, tiny_model_dir, 
     started = collections.Counter(e["key"] for e in events if e["event"] == "start")
     done = collections.Counter(e["key"] for e in events if e["event"] == "done")
     assert len(done) == 3 and set(done.values()) == {1} and set(started.values()) == {1}, events
-    assert not list(out.rglob(locks.LOCK))  # every lock released
+    assert not list(out.rglob(locks.STAGE_LOCK))  # every lock released
 
 
 def _race(folders: list[str], barrier, results) -> None:
@@ -104,3 +105,37 @@ def test_a_stale_lock_is_taken_over_by_exactly_one_of_four_racing_processes(tmp_
     for proc in procs:
         proc.join(timeout=30)
     assert sorted(set(held[i] for i in range(trials))) == [1], collections.Counter(held.values())
+
+
+def _take_and_release(folder: str, rounds: int, barrier, results) -> None:
+    """One contender: take the lock, mark the hold with an O_EXCL file, unmark it, release."""
+    barrier.wait()
+    doubles = 0
+    for _ in range(rounds):
+        lock = locks.acquire(Path(folder), ".r.lock")
+        if lock.token is None:
+            continue
+        try:
+            os.close(os.open(Path(folder) / "held", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.unlink(Path(folder) / "held")
+        except FileExistsError:
+            doubles += 1
+        locks.release(Path(folder), lock.token, ".r.lock")
+    results.put(doubles)
+
+
+def test_racing_takes_and_releases_never_hold_a_lock_twice(tmp_path):
+    """Four processes take and release one lock 300 times each: release removes the guard with the
+    lock, and a process that waited on the removed guard opens the new one, so two never hold it."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_take_and_release, args=(str(tmp_path), 300, barrier, results))
+             for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    doubles = [results.get(timeout=120) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=30)
+    assert doubles == [0, 0, 0, 0] and list(tmp_path.iterdir()) == []

@@ -5,7 +5,13 @@ rerun, resume and overwrite: tests/test_cli.py)."""
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +24,7 @@ from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.tasks import generate_synthetic
 
+REPO = Path(__file__).resolve().parents[1]
 LABELS = ["entailment", "neutral", "contradiction"]
 
 
@@ -216,3 +223,44 @@ def test_a_truncated_weights_file_is_one_line(tmp_path, tiny_model_dir):
     with pytest.raises(SrnetError, match=r"cannot load model") as info:
         api.run(tiny_recipe(tmp_path, broken, "t"))
     assert "\n" not in str(info.value)
+
+
+def test_a_second_run_of_a_live_runs_folder_is_refused_before_its_model_loads(
+        capsys, caplog, tmp_path, tiny_model_dir, monkeypatch):
+    """Issue 40: two runs never share a folder.  While ``srnet run`` A holds ``.r.lock`` beside
+    its folder, a second run and an ``--overwrite`` of it are refused in one line naming A, before
+    any model loads; once A is killed, its stale lock is taken over and a run leaves no lock behind."""
+    runs = tmp_path / "runs"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(json.dumps(short_recipe(runs, tiny_model_dir, "r", training={"max_steps": 100000})))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen([sys.executable, "-m", "srnet.cli", "run", str(recipe)], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (runs / ".r.lock").is_file() and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert first.poll() is None and (runs / ".r.lock").is_file()
+        import srnet.experiments.run.task as run_module
+
+        with monkeypatch.context() as patch:
+            patch.setattr(run_module, "load_classifier", lambda *a, **k: pytest.fail("a model loaded"))
+            for extra in ([], ["--overwrite"], ["--resume"]):
+                code, err = cli(capsys, "run", str(recipe), "--set", "training.max_steps=2", *extra)
+                assert code == 2 and err.count("\n") == 1, err
+                assert f"{runs / 'r'} is in use by another srnet run (pid {first.pid} on " in err
+    finally:
+        first.kill()
+        first.wait(timeout=60)
+    assert (runs / ".r.lock").is_file()  # a killed run's lock stays: its pid is gone
+    with caplog.at_level(logging.WARNING, logger="srnet"):
+        api.run(short_recipe(runs, tiny_model_dir, "r"), overwrite=True)
+    assert f"took over the stale lock of pid {first.pid}" in caplog.text
+    assert sorted(p.name for p in runs.iterdir()) == ["r"]  # the lock and its guard are gone
+
+
+def test_a_run_refused_before_it_starts_leaves_no_lock_or_folder(tmp_path, tiny_model_dir):
+    recipe = short_recipe(tmp_path / "new" / "runs", tiny_model_dir, "x", loss={"name": "poe"})
+    with pytest.raises(SrnetError, match="poe"):  # no bias predictions: refused in prepare
+        api.run(recipe)
+    assert not (tmp_path / "new").exists()

@@ -120,3 +120,32 @@ def test_a_report_skips_a_run_whose_config_nests_too_deep(tmp_path):
     text = write_report([tmp_path], tmp_path / "rep", figures=False).path.read_text()
     assert "1 complete runs" in text
     assert "1 run(s) skipped, unreadable: " in text and "bad/config.yaml: YAML nested more than" in text
+
+
+def test_reading_a_run_folder_imports_none_of_its_plugins(capsys, tmp_path, tiny_model_dir, monkeypatch):
+    """Issue 40: a ``plugins:`` entry added to a finished run's config.yaml is never imported by
+    predict, attack, report or --resume: each names the plug-in (or the edit) in one line."""
+    monkeypatch.chdir(tmp_path)
+    recipe = tiny_recipe(tmp_path / "runs", tiny_model_dir, "victim",
+                         training={"max_steps": 2, "eval_every": None, "mixed_precision": "no"})
+    run = api.run(recipe).run_dir
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "scratch" / "evil.py").write_text('open("scratch/PWNED", "w")\n')
+    with (run / "config.yaml").open("a") as config:
+        config.write("plugins: [scratch/evil.py]\n")
+    missing = r"the run was made with plug-in 'scratch/evil.py', which is not loaded; pass it with " \
+              r"--plugins scratch/evil.py"
+    with pytest.raises(SrnetError, match=missing):
+        api.predict(run, "dev")
+    with pytest.raises(SrnetError, match=missing):
+        api.attack(str(run), attack="charswap", n=2)
+    capsys.readouterr()
+    assert main(["predict", str(run), "--split", "dev"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--plugins scratch/evil.py" in err
+    api.report([run], tmp_path / "report", figures=False)  # reads the run; imports nothing of it
+    (run / "metrics.json").unlink()  # unfinished again: --resume compares the recorded recipe
+    with pytest.raises(SrnetError, match=r"config.yaml: --resume with other plug-ins than this run started "
+                                         r"with \(plugins \['scratch/evil.py'\] there, \[\] now\)"):
+        api.run(recipe, resume=True)
+    assert not (tmp_path / "scratch" / "PWNED").exists()

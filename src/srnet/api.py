@@ -16,11 +16,12 @@ from typing import Any
 
 import torch
 
-from srnet.config import Recipe, apply_overrides, load_recipe, recipe_from_dict
+from srnet.config import Recipe, apply_overrides, load_recipe, load_run_recipe, recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
 from srnet.experiments.sweep.execute import SweepResult
+from srnet.plugins import load_plugins
 from srnet.rundir.layout import RunDir
 from srnet.rundir.record import RunMetrics, read_metrics
 
@@ -244,18 +245,27 @@ def difficulty(
     return write_training_difficulty(as_recipe(recipe, overrides), predictions, alpha, out)
 
 
-def predict(run: str | Path, split: str, output: str | Path | None = None) -> Path:
-    """Write a finished run's predictions on one of its splits (``srnet predict``); returns the file."""
+def predict(run: str | Path, split: str, output: str | Path | None = None, *,
+            plugins: Iterable[str] = ()) -> Path:
+    """Write a finished run's predictions on one of its splits (``srnet predict``); returns the file.
+
+    ``plugins`` (modules or ``.py`` paths) are imported first: the ones the run's ``config.yaml``
+    records must be among them (or installed entry points), since a run folder's are never imported.
+    """
     from srnet.experiments.verbs.split_predictions import predict_run_split
 
+    load_plugins(plugins)
     return predict_run_split(run, split, output)
 
 
-def report(runs: Iterable[str | Path], out: str | Path | None = None, *, figures: bool = True):
+def report(runs: Iterable[str | Path], out: str | Path | None = None, *, figures: bool = True,
+           plugins: Iterable[str] = ()):
     """``srnet report``: tables and figures of the runs under ``runs`` (default ``out``: ``RUN/report``
-    for one folder, ``report`` otherwise); returns the report (its path, tables, figures)."""
+    for one folder, ``report`` otherwise); returns the report (its path, tables, figures).
+    ``plugins`` are imported first (e.g. a plug-in report section), as for :func:`predict`."""
     from srnet.reporting.study import write_report
 
+    load_plugins(plugins)
     runs = list(runs)
     if out is None:
         out = Path(runs[0]) / "report" if len(runs) == 1 else Path("report")
@@ -324,19 +334,23 @@ def attack(
     resources: dict[str, Any] | None = None,
     examples: int = 0,
     overwrite: bool = False,
+    plugins: Iterable[str] = (),
 ):
     """Attack a run (or a model with a recipe) on one split; write ``<out>/<attack>.json`` + ``.jsonl``
     (and ``<attack>_examples.md``, the first ``examples`` successes, when ``examples`` > 0); earlier
-    results of that attack in ``out`` are replaced only with ``overwrite``.
+    results of that attack in ``out`` are replaced only with ``overwrite``.  ``recipe`` defaults to
+    the run's ``config.yaml``; ``plugins`` are imported first, as for :func:`predict`.
 
     Returns an :class:`srnet.experiments.verbs.attack.AttackReport`; see that module for the files.
     """
     from srnet.experiments.verbs.attack import attack_run
 
+    load_plugins(plugins)
     run_config = RunDir(Path(model)).config
-    if recipe is None and run_config.is_file():
-        recipe = run_config
-    resolved = as_recipe(recipe, overrides) if recipe is not None else None
+    if recipe is not None:
+        resolved = as_recipe(recipe, overrides)
+    else:
+        resolved = load_run_recipe(run_config, overrides) if run_config.is_file() else None
     return attack_run(model, resolved, attack, n=n, seed=seed, split=split, out=out, params=params,
                       resources=resources, examples=examples, overwrite=overwrite)
 

@@ -21,7 +21,7 @@ from srnet.errors import SrnetError
 from srnet.io import load_yaml, read_yaml
 from srnet.loss_inputs import BUILT_IN_SOURCES, check_plugin_sources
 from srnet.losses import LOSSES
-from srnet.plugins import load_plugins
+from srnet.plugins import load_entry_points, load_plugins, missing_plugins
 from srnet.pruning.config import DENSE, PruningConfig
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec
@@ -185,8 +185,9 @@ class Recipe(_Strict):
     )
     plugins: list[str] = Field(
         default_factory=list,
-        description="modules (names on sys.path, or .py paths) imported before the recipe is read, in "
-        "every process: each registers its plug-ins (a pruning method, loss, task, ...)",
+        description="modules (names on sys.path, or .py paths; one may be given as a string) imported "
+        "before the recipe is read, in every process: each registers its plug-ins (a pruning method, "
+        "loss, task, ...). A run folder's recorded list is checked, never imported",
     )
 
     @field_validator("name")
@@ -196,6 +197,11 @@ class Recipe(_Strict):
         if not name.strip() or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise ValueError("a run name must be a plain folder name (not empty, '.', '..' or a path)")
         return name
+
+    @field_validator("plugins", mode="before")
+    @classmethod
+    def _one_plugin(cls, value: Any) -> Any:
+        return plugin_list(value)
 
     @field_validator("pruning", mode="before")
     @classmethod
@@ -293,9 +299,37 @@ def _list_index(node: list, part: str, key: str, source: str) -> int:
 
 
 def recipe_from_dict(data: dict[str, Any], source: str = "recipe") -> Recipe:
-    """Validate a recipe dict (after importing its plug-ins); one-line error naming the first bad key."""
-    plugins = data.get("plugins") if isinstance(data, dict) else None
-    load_plugins(p for p in plugins or [] if isinstance(p, str))  # a bad list is validation's to name
+    """Validate a recipe dict the user gave (after importing its plug-ins); one-line error naming the
+    first bad key."""
+    load_plugins(plugin_names(data))
+    return _validate(data, source)
+
+
+def recorded_recipe(data: dict[str, Any], source: str) -> Recipe:
+    """Validate a recipe a run folder recorded (its ``config.yaml``), importing nothing it names:
+    each plug-in it records must already be loaded (``--plugins``, the recipe the user passed or an
+    installed entry point), or it is one line naming the plug-in."""
+    load_entry_points()
+    absent = missing_plugins(plugin_names(data))
+    if absent:
+        raise SrnetError(f"{source}: the run was made with plug-in '{absent[0]}', which is not loaded; "
+                         f"pass it with --plugins {absent[0]} (srnet never imports a plug-in a run "
+                         "folder names)")
+    return _validate(data, source)
+
+
+def plugin_list(value: Any) -> Any:
+    """A recipe's ``plugins`` value with a single name (``--set plugins=my_method.py``) as a list."""
+    return [value] if isinstance(value, str) else value
+
+
+def plugin_names(data: Any) -> list[str]:
+    """The plug-in names of a recipe dict (a malformed ``plugins`` value is validation's to name)."""
+    names = plugin_list(data.get("plugins")) if isinstance(data, dict) else None
+    return [name for name in names if isinstance(name, str)] if isinstance(names, list) else []
+
+
+def _validate(data: dict[str, Any], source: str) -> Recipe:
     try:
         return Recipe.model_validate(data)
     except ValidationError as exc:
@@ -324,23 +358,33 @@ def validation_line(source: str, exc: ValidationError) -> str:
 
 def load_recipe(path: str | Path | None, overrides: list[str] | None = None) -> Recipe:
     """Read a YAML recipe (or start from defaults when ``path`` is None) and apply overrides."""
-    data: dict[str, Any] = {}
-    source = "defaults"
-    if path is not None:
-        path = Path(path)
-        source = str(path)
-        if path.is_dir():
-            raise SrnetError(f"{path}: is a folder, not a recipe file (give the YAML file inside it)")
-        if not path.is_file():
-            raise SrnetError(f"{path}: recipe file not found")
-        loaded = read_yaml(path)
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise SrnetError(f"{path}: a recipe must be a mapping of sections, got {type(loaded).__name__}")
-        data = loaded
+    data = read_recipe_file(Path(path)) if path is not None else {}
+    source = str(path) if path is not None else "defaults"
     apply_overrides(data, overrides or [], source)
     return recipe_from_dict(data, source)
+
+
+def load_run_recipe(path: Path, overrides: list[str] | None = None) -> Recipe:
+    """A run folder's recorded recipe (its ``config.yaml``) with ``overrides`` applied: checked like
+    any recipe, but nothing it names is imported (:func:`recorded_recipe`)."""
+    data = read_recipe_file(path)
+    apply_overrides(data, overrides or [], str(path))
+    return recorded_recipe(data, str(path))
+
+
+def read_recipe_file(path: Path) -> dict[str, Any]:
+    """The mapping of a YAML recipe file, unvalidated; one line naming the file when it is missing,
+    a folder or not a mapping (:func:`~srnet.io.read_yaml`: too large or deep, not UTF-8, not YAML)."""
+    if path.is_dir():
+        raise SrnetError(f"{path}: is a folder, not a recipe file (give the YAML file inside it)")
+    if not path.is_file():
+        raise SrnetError(f"{path}: recipe file not found")
+    loaded = read_yaml(path)
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise SrnetError(f"{path}: a recipe must be a mapping of sections, got {type(loaded).__name__}")
+    return loaded
 
 
 def dump_recipe(recipe: Recipe) -> str:

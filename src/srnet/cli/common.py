@@ -49,6 +49,13 @@ def run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
 
 
+def plugins_flag(p: argparse.ArgumentParser) -> None:
+    """--plugins of a command that reads finished runs (their recorded plug-ins are never imported)."""
+    p.add_argument("--plugins", action="append", default=[], metavar="MODULE",
+                   help="plug-in to import first: a module name or a .py path (repeatable); the "
+                   "plug-ins a run folder records must be given so, never imported from the folder")
+
+
 def data_flags(p: argparse.ArgumentParser, train: bool = True) -> None:
     """The flags that build a recipe's task, model and data without a file."""
     p.add_argument("--task", help="task name: {tasks}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from srnet.cli.common import data_flags, flag_recipe, print_summary
+from srnet.cli.common import data_flags, flag_recipe, plugins_flag, print_summary
 from srnet.errors import SrnetError
 from srnet.io import load_yaml
 
@@ -35,13 +35,14 @@ def add_predict(sub) -> None:
     p.add_argument("run_dir")
     p.add_argument("--split", default="train", help="train, dev, or the name of an eval/challenge split")
     p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl)")
+    plugins_flag(p)
     p.set_defaults(func=cmd_predict)
 
 
 def cmd_predict(args) -> int:
     from srnet.api import predict
 
-    path = predict(args.run_dir, args.split, args.output)
+    path = predict(args.run_dir, args.split, args.output, plugins=args.plugins)
     print(f"wrote {path}")
     return 0
 
@@ -62,6 +63,7 @@ def add_attack(sub) -> None:
     p.add_argument("--param", dest="params", action="append", default=[], metavar="KEY=VALUE",
                    help="attack setting, e.g. --param max_fraction=0.2 (repeatable)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    plugins_flag(p)
     p.set_defaults(func=cmd_attack)
 
 
@@ -78,7 +80,7 @@ def cmd_attack(args) -> int:
         params[key] = load_yaml(value, f"--with {key}")
     report = api.attack(args.model, args.recipe, args.overrides, attack=args.attack, n=args.n, seed=args.seed,
                         split=args.split, out=args.out, params=params, examples=args.examples,
-                        overwrite=args.overwrite)
+                        overwrite=args.overwrite, plugins=args.plugins)
     s = report.summary
     row = {k: s[k] for k in ("total", "skipped", "successful", "failed", "clean", "aua", "success_rate",
                              "avg_queries")}
@@ -94,13 +96,14 @@ def add_report(sub) -> None:
                    help="run directories and/or folders searched recursively for complete runs")
     p.add_argument("--out", help="report folder (default PATH/report for one PATH, else ./report)")
     p.add_argument("--no-figures", action="store_true", help="write report.md with tables only")
+    plugins_flag(p)
     p.set_defaults(func=cmd_report)
 
 
 def cmd_report(args) -> int:
     from srnet.api import report as write_report
 
-    report = write_report(args.runs, args.out, figures=not args.no_figures)
+    report = write_report(args.runs, args.out, figures=not args.no_figures, plugins=args.plugins)
     print("\n".join(report.tables))
     print(f"wrote {report.path} and {len(report.figures)} figures")
     return 0

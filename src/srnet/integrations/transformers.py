@@ -57,6 +57,7 @@ from srnet.loss_inputs import (
 )
 from srnet.losses import build_loss
 from srnet.models.loading import generic_label_names
+from srnet.plugins import load_entry_points
 from srnet.pruning import build_method
 from srnet.pruning.base import Calibration, PruningMethod
 from srnet.pruning.config import PruningConfig
@@ -100,6 +101,7 @@ class SrnetTrainer(Trainer):
             raise SrnetError("SrnetTrainer computes the srnet loss named by loss=: drop compute_loss_func= "
                              "and label_smoothing_factor (they would be ignored)")
         # every check that needs no Trainer runs first: a refusal leaves no output folder behind
+        load_entry_points()  # installed plug-ins (a method, a loss) are known here as in `srnet run`
         self.pruning_config = _pruning_config(pruning)
         self.srnet_loss = build_loss(loss, loss_params)
         method_seed = seed if seed is not None else getattr(args, "seed", 42)  # TrainingArguments' default

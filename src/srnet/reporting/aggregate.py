@@ -178,10 +178,10 @@ def recipe_signature(run: Run) -> dict[str, Any]:
     """The run's recipe as ``srnet report`` compares it: the semantic recipe (defaults filled in
     by today's code, so records of older versions compare alike), seed, name and tags left out,
     per-seed parts of paths masked; flat dotted keys."""
-    from srnet.config import recipe_from_dict
+    from srnet.config import recorded_recipe
 
     try:
-        data = recipe_from_dict(dict(run.recipe), str(run.path)).semantic_dict()
+        data = recorded_recipe(dict(run.recipe), str(run.path)).semantic_dict()
     except SrnetError:
         data = dict(run.recipe)
     flat: dict[str, Any] = {}

@@ -91,6 +91,12 @@ class RunDir:
                             intermediate=self.intermediate, tensorboard=self.tensorboard)
 
     @property
+    def lock(self) -> Path:
+        """Held while a process runs into this folder (:mod:`srnet.rundir.locks`); beside the folder,
+        which ``--overwrite`` and the recovery of a killed one rename."""
+        return self.root.with_name(f".{self.root.name}.lock")
+
+    @property
     def complete(self) -> bool:
         return self.metrics.is_file()
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from srnet.config import recipe_from_dict
 from srnet.console import quiet_libraries
 from srnet.errors import SrnetError
-from srnet.experiments.sweep import locks
 from srnet.experiments.sweep.plan import Job
 from srnet.experiments.sweep.reaper import start_reaper
 from srnet.experiments.sweep.stages import get_stage
 from srnet.io import atomic_write_json
+from srnet.rundir import locks
 from srnet.rundir.layout import COMPLETE
 
 EXECUTORS = ("local", "ray")

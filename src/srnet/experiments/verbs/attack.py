@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from srnet.config import Recipe, load_recipe
+from srnet.config import Recipe, load_run_recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import AttackOutcome, Victim, attack_metrics, build_attack
 from srnet.evaluation.metrics import predict
@@ -73,7 +73,7 @@ def attack_run(
     if recipe is None:
         if not is_run:
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --recipe naming the task")
-        recipe = load_recipe(run.config)
+        recipe = load_run_recipe(run.config)
     if out is None:
         if not is_run:
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")

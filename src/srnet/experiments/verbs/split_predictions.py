@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from srnet.config import load_recipe
+from srnet.config import load_run_recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits, write_predictions
@@ -32,7 +32,7 @@ def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None
     run = RunDir(Path(run_dir))
     if not run.model.is_dir():
         raise SrnetError(f"{run.model}: no exported model (is '{run_dir}' a finished srnet run?)")
-    recipe = load_recipe(run.config)
+    recipe = load_run_recipe(run.config)
     task = get_task(recipe.task)
     spec = find_split(recipe, split)
     examples = load_examples(task, spec, base_dir=data_base_dir(recipe))

@@ -1,0 +1,133 @@
+"""Folder locks: a sweep holds ``<stage folder>/stage.lock`` while one of its workers runs the
+stage, and a run holds ``<output_dir>/.<name>.lock`` (``RunDir.lock``, beside the run folder) while
+it checks, trains and writes that folder.
+
+The lock file records the holder (pid, host, start time and a random token).  A live holder's
+lock is not taken (a second sweep skips the stage; a second run of the folder is refused); a lock
+whose holder is gone (a dead pid on this host, or older than :data:`STALE_AFTER_S` on another
+host, where liveness cannot be checked) is stale and is taken over, with a one-line note.
+Creation is atomic (``O_EXCL``) and every read-and-take happens under an exclusive ``flock`` on
+the hidden guard file ``.<lock>.guard``, so two processes never both take a free or a stale lock
+(on a local file system, where ``flock`` holds between processes).  The guard is removed with the
+last lock (a process that waited on a removed guard opens the new one), so a released lock leaves
+no file behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+STAGE_LOCK = "stage.lock"
+STALE_AFTER_S = 24 * 3600
+"""A lock from another host older than this is stale (a process on another host cannot be probed)."""
+
+
+@dataclass(frozen=True)
+class Lock:
+    """The outcome of :func:`acquire`: ``token`` is set when this process now holds the lock;
+    ``note`` describes the live holder (not acquired) or the stale lock taken over."""
+
+    token: str | None
+    note: str | None = None
+
+
+def acquire(folder: Path, name: str = STAGE_LOCK) -> Lock:
+    """Take ``folder``'s lock ``name`` (creating the folder)."""
+    path = folder / name
+    token = uuid.uuid4().hex
+    entry = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
+                        "token": token})
+    with _guarded(folder, name):  # one process at a time reads and writes this lock
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = _read(path)
+            if _alive(holder, path):
+                return Lock(None, _describe(holder))
+            tmp = path.with_name(f".{name.lstrip('.')}.{token}")
+            tmp.write_text(entry, encoding="utf-8")
+            os.replace(tmp, path)
+            return Lock(token, f"took over the stale lock of {_describe(holder)}")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(entry)
+    return Lock(token)
+
+
+def release(folder: Path, token: str, name: str = STAGE_LOCK) -> None:
+    """Remove ``folder``'s lock ``name`` if this process (``token``) still holds it, and its guard
+    once no process holds the lock."""
+    path = folder / name
+    if _read(path).get("token") == token:
+        path.unlink(missing_ok=True)
+    with _guarded(folder, name):
+        if not path.exists():
+            _guard_path(folder, name).unlink()  # a process waiting on it sees it gone, starts again
+
+
+@contextmanager
+def _guarded(folder: Path, name: str) -> Iterator[None]:
+    """Hold the exclusive ``flock`` on ``folder``'s guard of lock ``name`` (creating the folder);
+    a guard removed while this process waited for it is opened anew."""
+    guard = _guard_path(folder, name)
+    while True:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(guard, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            if _same_file(fh.fileno(), guard):
+                yield
+                return
+
+
+def _guard_path(folder: Path, name: str) -> Path:
+    return folder / f".{name.lstrip('.')}.guard"
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open file ``fd`` is still the file at ``path``."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _alive(holder: dict, path: Path) -> bool:
+    """Whether the lock's holder may still be running."""
+    if not holder:  # being written this instant, or unreadable: fresh ones count as held
+        try:
+            return time.time() - path.stat().st_mtime < 10
+        except OSError:
+            return False
+    if holder.get("host") != socket.gethostname():
+        return time.time() - float(holder.get("started", 0)) < STALE_AFTER_S
+    try:
+        os.kill(int(holder.get("pid", 0)), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    except (OverflowError, ValueError):
+        return False
+    return int(holder.get("pid", 0)) > 0
+
+
+def _describe(holder: dict) -> str:
+    started = holder.get("started")
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(started))) if started else "?"
+    return f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} (since {when})"
