@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 from transformers import AutoTokenizer
 
 from conftest import merge, tiny_recipe
@@ -64,13 +65,23 @@ def test_mask_search_from_an_intermediate_checkpoint(tmp_path, tiny_model_dir):
     assert (masked.run_dir / "sparsity_heatmap.png").exists()
 
 
-def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_model_dir):
+def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_model_dir, capsys):
+    """``srnet evaluate`` says which runtime scored the model; the report labels the evaluated export
+    by its measured sparsity, never dense (its config.yaml holds ``pruning: {method: dense}``)."""
+    from srnet.cli import main
+    from srnet.reporting.aggregate import load_run
+
     api.run(recipe(tmp_path, tiny_model_dir, "imp", pruning={
         "method": "imp", "sparsity": 0.5, "params": {"prune_fraction": 0.25, "every": 0.25}}))
-    evaluated = api.evaluate(str(tmp_path / "imp"), recipe(tmp_path, tiny_model_dir, "eval_imp"))
+    (tmp_path / "eval.yaml").write_text(yaml.safe_dump(recipe(tmp_path, tiny_model_dir, "eval_imp")))
+    assert main(["evaluate", str(tmp_path / "imp"), "--recipe", str(tmp_path / "eval.yaml")]) == 0
+    assert "scored by: torch" in capsys.readouterr().out
+    evaluated = load_run(tmp_path / "eval_imp")
     sparsity = evaluated.metrics.sparsity
     assert sparsity.measured_from == "weights"
     assert sparsity.overall == pytest.approx(0.5, abs=0.01)
+    assert evaluated.recipe["pruning"]["method"] == "dense"
+    assert evaluated.labels["method"] == "subnetwork" and evaluated.labels["sparsity"] == pytest.approx(0.5)
 
 
 def test_exported_tokenizer_keeps_the_training_length(tmp_path, tiny_model_dir):

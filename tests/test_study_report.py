@@ -4,6 +4,7 @@ stds, sections for incompatible runs, both HANS rules, the no-runs error, and th
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -349,18 +350,13 @@ def test_malformed_attack_summary_is_one_line(tmp_path):
 
 
 def test_runs_that_differ_in_more_than_the_seed_are_never_pooled(tmp_path):
-    def with_recipe(run: Path, **model) -> None:
-        recipe = yaml.safe_load((run / "config.yaml").read_text())
-        recipe["model"] = model
-        (run / "config.yaml").write_text(yaml.safe_dump(recipe))
-
     root = tmp_path / "runs"
-    with_recipe(write_run(root, "bert", seed=1, dev=0.80), name="runs/tiny_bert")
-    with_recipe(write_run(root, "roberta", seed=1, dev=0.60), name="runs/tiny_roberta")
+    with_recipe(write_run(root, "bert", seed=1, dev=0.80), **{"model.name": "runs/tiny_bert"})
+    with_recipe(write_run(root, "roberta", seed=1, dev=0.60), **{"model.name": "runs/tiny_roberta"})
     for seed in (1, 2):  # seeds of one sweep configuration: stage keys and seed names differ only
         key = f"{seed:016x}"
         with_recipe(write_run(root, f"ticket{seed}", seed=seed, dev=0.7, method="omp", sparsity=0.5),
-                    name="default", init_from=f"runs/study/ft/{key}/seed{seed}")
+                    **{"model.name": "default", "model.init_from": f"runs/study/ft/{key}/seed{seed}"})
     runs = split_grid_points(load_run(p) for p in find_runs([root]))
     (section,) = sections(runs)
     groups = group_runs(section)
@@ -370,6 +366,90 @@ def test_runs_that_differ_in_more_than_the_seed_are_never_pooled(tmp_path):
     assert [len(g.runs) for g in dense] == [1, 1]
     (pruned,) = [g for g in groups if g.labels["method"] == "omp"]
     assert len(pruned.runs) == 2 and "recipe" not in pruned.labels
+
+
+def with_recipe(run: Path, **changes) -> Path:
+    """Set dotted recipe keys in a fixture run's config.yaml."""
+    recipe = yaml.safe_load((run / "config.yaml").read_text())
+    for key, value in changes.items():
+        *parents, last = key.split(".")
+        node = recipe
+        for part in parents:
+            node[part] = node.get(part) or {}
+            node = node[part]
+        node[last] = value
+    (run / "config.yaml").write_text(yaml.safe_dump(recipe))
+    return run
+
+
+def test_runs_that_differ_in_a_fourth_key_are_not_pooled_and_labels_stay_short(tmp_path):
+    """Issue 40 item 11: labels were built from the first three differing keys plus '...', so two
+    runs that differed only in a later key shared a label and were pooled as n = 2."""
+    root = tmp_path / "runs"
+    settings = {"mnli_ft": (0.80, "runs/tiny_bert", 5e-5, 20, 32),  # keys apart, in recipe order: model.name,
+                "api_ft": (0.60, "runs/tiny_bert", 1e-4, 20, 32),  # training.max_steps, .batch_size, .lr
+                "other": (0.70, "runs/tiny_roberta", 5e-5, 10, 16)}
+    for name, (dev, model, lr, steps, batch) in settings.items():
+        with_recipe(write_run(root, name, seed=1, dev=dev), **{"model.name": model, "training.lr": lr,
+                    "training.max_steps": steps, "training.batch_size": batch})
+    for seed in (1, 2):  # seeds of one long setting: one row
+        with_recipe(write_run(root, f"long{seed}", seed=seed, dev=0.5 + seed / 10), **{
+            "model.name": "runs/" + "a_backbone_with_a_long_name_" * 3, "training.lr": 1e-3,
+            "training.max_steps": 20, "training.batch_size": 32})
+    groups = group_runs(sections(split_grid_points(load_run(p) for p in find_runs([root])))[0])
+    assert sorted(len(g.runs) for g in groups) == [1, 1, 1, 2]
+    labels = [g.labels["recipe"] for g in groups]
+    assert len(set(labels)) == 4 and all(len(label) <= 60 for label in labels), labels
+    assert all(re.search(r"… #[0-9a-f]{8}$", label) for label in labels), labels  # cut: digest beside
+    pooled = next(g for g in groups if len(g.runs) == 2)
+    assert pooled.stats["ID mnli_dev"].mean == pytest.approx(0.65)
+
+
+def test_recipe_labels_name_every_differing_key_or_add_a_digest():
+    from srnet.reporting.aggregate import recipe_labels
+
+    keys = ["model.name", "training.lr", "training.max_steps", "training.batch_size"]
+    a = {"model.name": "x", "training.lr": 1e-4, "training.max_steps": 20, "training.batch_size": 32}
+    b = a | {"training.batch_size": 16}
+    batch = ["training.batch_size"]
+    assert recipe_labels([a, b], batch) == ["training.batch_size=32", "training.batch_size=16"]
+    long = recipe_labels([a, b], keys)
+    assert long[0] != long[1] and all(len(label) <= 60 and "#" in label for label in long)
+    same = recipe_labels([{"k": 1}, {"k": "1"}], ["k"])  # would read alike: told apart by the digest
+    assert same[0] != same[1]
+
+
+def test_an_evaluated_export_is_a_subnetwork_and_never_joins_the_dense_baseline(tmp_path):
+    """Issue 40 item 11: config.yaml always holds ``pruning: {method: dense}``, so a 70% export
+    evaluated by ``srnet evaluate`` was labelled dense and moved the dense runs' F_bias."""
+    root = tmp_path / "runs"
+    write_run(root, "dense", seed=1, dev=0.80, hans=hans_block(0.50, 0.9))
+    export = write_run(root, "eval_export", seed=1, dev=0.70, hans=hans_block(0.60, 0.3), sparsity=0.7)
+    with_recipe(export, pruning={"method": "dense", "sparsity": 0.0})
+    runs = split_grid_points(load_run(p) for p in find_runs([root]))
+    groups = {g.labels["method"]: g for g in group_runs(sections(runs)[0])}
+    assert set(groups) == {"dense", "subnetwork"}
+    assert groups["subnetwork"].labels["sparsity"] == 0.7 and len(groups["dense"].runs) == 1
+    assert groups["dense"].stats["F_bias hans"].mean == pytest.approx(1.0)
+
+
+def test_runtimes_are_labelled_and_never_pooled(tmp_path):
+    """The torch and onnx-int8 evaluations of one model are two rows (``runtime``); a dense
+    onnx-int8 run is no dense baseline of F_bias."""
+    root = tmp_path / "runs"
+    for runtime, dev, acc in (("torch", 0.80, 0.50), ("onnx-int8", 0.78, 0.58)):
+        run = with_recipe(write_run(root, f"dense_{runtime}", seed=1, dev=dev, hans=hans_block(acc, 0.5)),
+                          **{"evaluation.runtime": runtime})
+        if runtime != "torch":
+            metrics = json.loads((run / "metrics.json").read_text())
+            (run / "metrics.json").write_text(json.dumps(metrics | {"runtime": {"runtime": runtime}}))
+    runs = split_grid_points(load_run(p) for p in find_runs([root]))
+    groups = {g.labels.get("runtime", "torch"): g for g in group_runs(sections(runs)[0])}
+    assert set(groups) == {"torch", "onnx-int8"} and all(len(g.runs) == 1 for g in groups.values())
+    assert "recipe" not in groups["onnx-int8"].labels and groups["torch"].stats["F_bias hans"].mean == 1.0
+    text = write_report([root], tmp_path / "rep", figures=False).path.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| dense")]
+    assert any("| torch " in row for row in rows) and any("| onnx-int8 " in row for row in rows)
 
 
 def test_seeds_written_by_two_sweep_folders_pool_and_other_settings_split():

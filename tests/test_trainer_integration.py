@@ -17,7 +17,7 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, TrainingArguments
+from transformers import AutoModelForSequenceClassification, AutoTokenizer, TrainerCallback, TrainingArguments
 
 from conftest import save_tiny_model, synthetic_split, tiny_classifier
 from srnet import api
@@ -180,7 +180,7 @@ def test_an_interrupted_checkpoint_is_refused_not_resumed_without_its_masks(sett
     assert "srnet_state.safetensors" not in left and not [n for n in left if n.endswith(".tmp")], left
     (tmp_path / "cut" / "masks.safetensors").write_bytes(b"")  # as if killed after the masks
     again = make_trainer(setting, tmp_path / "again", pruning, "poe", max_steps=2)
-    with pytest.raises(SrnetError, match="an interrupted SrnetTrainer checkpoint"):
+    with pytest.raises(SrnetError, match=r"an interrupted SrnetTrainer checkpoint .* cannot be restored"):
         again.train(resume_from_checkpoint=str(tmp_path / "cut"))
 
 
@@ -218,6 +218,67 @@ def test_load_best_model_at_end_restores_that_checkpoints_masks(setting, tmp_pat
     best, _ = load_masks(f"{trainer.state.best_model_checkpoint}/masks.safetensors")
     for name, mask in trainer.masks().items():
         assert torch.equal(mask, best[name]), name
+
+
+class _DropState(TrainerCallback):
+    """Deletes srnet's state from every checkpoint as it is saved (a plain or damaged checkpoint)."""
+
+    def on_save(self, args, state, control, **kwargs):
+        (Path(args.output_dir) / f"checkpoint-{state.global_step}" / "srnet_state.safetensors").unlink()
+        return control
+
+
+def test_load_best_model_at_end_refuses_a_best_checkpoint_without_its_masks(setting, tmp_path):
+    """Issue 40 item 3: the Trainer's fallback loaded the baked weights into the masked model with a
+    warning and kept the last step's masks."""
+    pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
+    trainer = make_trainer(setting, tmp_path / "best", pruning, "poe", save_strategy="steps", save_steps=5,
+                           eval_strategy="steps", eval_steps=5, load_best_model_at_end=True,
+                           metric_for_best_model="loss", greater_is_better=False, callbacks=[_DropState()])
+    with pytest.raises(SrnetError, match=r"checkpoint-\d+: an interrupted SrnetTrainer checkpoint"):
+        trainer.train()
+
+
+def test_a_plain_checkpoint_is_refused_for_masks_and_loads_for_dense_training(setting, tmp_path):
+    """resume_from_checkpoint= of a checkpoint without srnet's files: one line when the trainer
+    masks (even on its second train(), masks attached), the Trainer's own loading when it is dense."""
+    dense = make_trainer(setting, tmp_path / "dense", None, max_steps=2, save_strategy="steps", save_steps=2)
+    dense.train()
+    plain = tmp_path / "dense" / "checkpoint-2"
+    assert not (plain / "srnet_state.safetensors").exists()
+    make_trainer(setting, tmp_path / "dense2", None, max_steps=3).train(resume_from_checkpoint=str(plain))
+    pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
+    masked = make_trainer(setting, tmp_path / "masked", pruning, "poe", max_steps=2)
+    masked.train()  # masks attached: the Trainer's loading would put the baked weights under them
+    with pytest.raises(SrnetError, match=r"checkpoint-2: no srnet_state.safetensors, so the masks of pruning "
+                                         r"'mask_train' cannot be restored"):
+        masked.train(resume_from_checkpoint=str(plain))
+    fresh = make_trainer(setting, tmp_path / "fresh", pruning, "poe", max_steps=2)
+    with pytest.raises(SrnetError, match="so the masks of pruning 'mask_train' cannot be restored"):
+        fresh.train(resume_from_checkpoint=str(plain))
+
+
+def test_masking_a_model_loaded_from_a_checkpoint_is_refused_unless_resumed(setting, tmp_path):
+    """from_pretrained of an SrnetTrainer checkpoint gives its baked weights, not its masks: masking
+    it anew is one line; resuming from that checkpoint restores the masks exactly."""
+    pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
+    first = make_trainer(setting, tmp_path / "first", pruning, "poe", max_steps=2, save_strategy="steps",
+                         save_steps=2)
+    first.train()
+    checkpoint = tmp_path / "first" / "checkpoint-2"
+    baked = AutoModelForSequenceClassification.from_pretrained(checkpoint)
+    again = make_trainer(setting, tmp_path / "again", pruning, "poe", model=baked, max_steps=3)
+    with pytest.raises(SrnetError, match=r"checkpoint-2: an SrnetTrainer checkpoint, its masks baked into "
+                                         r"the weights; train\(resume_from_checkpoint="):
+        again.train()
+    resumed = make_trainer(setting, tmp_path / "resumed", pruning, "poe", max_steps=2,
+                           model=AutoModelForSequenceClassification.from_pretrained(checkpoint))
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+    for name, mask in first.masks().items():
+        assert torch.equal(mask, resumed.masks()[name]), name
+    dense = make_trainer(setting, tmp_path / "dense", None, max_steps=1,
+                         model=AutoModelForSequenceClassification.from_pretrained(checkpoint))
+    dense.train()  # dense fine-tuning of the baked subnetwork: no masks to restore
 
 
 @pytest.mark.parametrize(("change", "message"), [

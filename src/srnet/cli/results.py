@@ -27,6 +27,7 @@ def cmd_evaluate(args) -> int:
         recipe["name"] = f"eval_{Path(args.model).name}"
     result = api.evaluate(args.model, recipe, args.overrides, overwrite=args.overwrite)
     print_summary(result)
+    print(f"scored by: {result.metrics.evaluated_by}")
     return 0
 
 

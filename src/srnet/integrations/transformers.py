@@ -22,7 +22,9 @@ What the subclass adds to ``Trainer`` (every ``TrainingArguments`` setting keeps
 * **checkpoints** that are plain Hugging Face models (masks baked in) and also carry srnet's state
   (``srnet_state.safetensors``: the parametrized weights and mask parameters; ``srnet_method.pt``;
   ``masks.safetensors``), so ``load_best_model_at_end`` and ``resume_from_checkpoint`` restore the
-  masks exactly;
+  masks exactly; a checkpoint without that state (interrupted, or a plain one) is refused in one
+  line unless training is dense, and so is masking anew a model loaded with ``from_pretrained``
+  from a checkpoint (its masks are baked into its weights);
 * :meth:`SrnetTrainer.export`: ``srnet export``'s writer (plain or ``shrink``, ONNX, INT8) with
   its checks and model card.
 
@@ -139,6 +141,8 @@ class SrnetTrainer(Trainer):
     def _attach(self, steps: int) -> None:
         if self.method.targets:  # a second train() on the same trainer
             return
+        if self._pending_state is None:  # resume_from_checkpoint= restores the masks exactly
+            self._refuse_baked_checkpoint()
 
         def calibration() -> Calibration:  # e.g. omp with gradient importance: the first batches
             self.model.to(self.args.device)
@@ -149,6 +153,15 @@ class SrnetTrainer(Trainer):
         if self._pending_state is not None:
             self._load_state(self._pending_state)
             self._pending_state = None
+
+    def _refuse_baked_checkpoint(self) -> None:
+        """One line when the model was loaded (``from_pretrained``) from an SrnetTrainer checkpoint
+        and is to be masked anew: its weights hold that run's masks baked in, not the masks."""
+        source = str(getattr(self.model.config, "_name_or_path", "") or "")
+        if source and self.method.name != "dense" and (Path(source) / STATE_FILE).is_file():
+            raise SrnetError(f"{source}: an SrnetTrainer checkpoint, its masks baked into the weights; "
+                             f"train(resume_from_checkpoint='{source}') restores them exactly (or prune "
+                             "its export, or the base model)")
 
     def _regroup_masks(self) -> None:
         """Move the mask parameters out of the Trainer's weight groups into one group at the
@@ -243,13 +256,8 @@ class SrnetTrainer(Trainer):
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model=None) -> None:
         folder = Path(resume_from_checkpoint)
-        if not (folder / STATE_FILE).is_file():
-            if (folder / METHOD_FILE).is_file() or (folder / MASKS_FILE).is_file():
-                raise SrnetError(f"{folder}: an interrupted SrnetTrainer checkpoint (no {STATE_FILE}); "
-                                 "resume from an earlier one")
-            if self.method.targets or self.method.name == "dense":
-                return super()._load_from_checkpoint(resume_from_checkpoint, model)
-            raise SrnetError(f"{folder}: no {STATE_FILE}; it is not a checkpoint of an SrnetTrainer")
+        if not self._has_state(folder):
+            return super()._load_from_checkpoint(resume_from_checkpoint, model)
         if self.method.targets:
             self._load_state(folder)
         else:  # the masks are attached when the optimizer is built: load then
@@ -257,9 +265,23 @@ class SrnetTrainer(Trainer):
 
     def _load_best_model(self) -> None:
         folder = Path(self.state.best_model_checkpoint)
-        if not self.method.targets or not (folder / STATE_FILE).is_file():
+        if not self._has_state(folder):
             return super()._load_best_model()
         self._load_state(folder)
+
+    def _has_state(self, folder: Path) -> bool:
+        """Whether ``folder`` holds srnet's state; False for a plain checkpoint of dense training
+        (the Trainer's own loading); one line for any other checkpoint, whose masks cannot be
+        restored exactly (its weights have them baked in)."""
+        if (folder / STATE_FILE).is_file():
+            return True
+        if (folder / METHOD_FILE).is_file() or (folder / MASKS_FILE).is_file():
+            raise SrnetError(f"{folder}: an interrupted SrnetTrainer checkpoint (no {STATE_FILE}), its masks "
+                             "cannot be restored; use an earlier checkpoint")
+        if self.method.name == "dense":
+            return False
+        raise SrnetError(f"{folder}: no {STATE_FILE}, so the masks of pruning '{self.method.name}' cannot be "
+                         "restored from it (not a whole SrnetTrainer checkpoint)")
 
     def _load_state(self, folder: Path) -> None:
         """The parametrized weights, mask parameters and method state of an srnet checkpoint."""

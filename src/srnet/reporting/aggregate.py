@@ -3,8 +3,11 @@ each configuration over seeds.
 
 A run is *complete* when its ``metrics.json`` exists (written last).  Each run is labelled by
 method, loss, paradigm and target sparsity: ``tags`` in its recipe first, then the recipe itself
-(``pruning.method``, or ``dense`` without pruning; ``loss.name``; paradigm ``-``).  Runs belong to
-the same section when they share the task and the evaluation splits (name and size).
+(``pruning.method``, or ``dense`` without pruning, ``subnetwork`` at its measured sparsity when a
+dense run's weights hold zeros; ``loss.name``; paradigm ``-``), and by the runtime that scored it
+when that is not PyTorch.  Runs pool as seeds of one configuration only when their recipes differ
+in nothing but the seed.  Runs belong to the same section when they share the task and the
+evaluation splits (name and size).
 
 Every number is read under one collapse rule per section (see :mod:`srnet.evaluation.metrics`):
 for a split whose label scheme merges model classes, the scores under that rule come from the
@@ -13,6 +16,7 @@ block's ``by_rule``; metrics.json files written before both rules were recorded 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import statistics
@@ -35,7 +39,14 @@ from srnet.tasks.spec import DataSpec, LabelScheme
 from srnet.training.objectives import OBJECTIVES
 
 DENSE = "dense"
+SUBNETWORK = "subnetwork"
+MEASURED_ZEROS = 0.01
+"""The fraction of zero weights from which a dense run's model is a subnetwork (an evaluated export)."""
 STANDARD = "standard"
+RUNTIME = "runtime"
+TORCH = "torch"
+LABEL_DEFAULTS = {RUNTIME: TORCH}
+"""What a table shows for an extra label a run does not have."""
 LABELS = ("method", "loss", "paradigm", "sparsity")
 """The labels every run gets (further ``tags`` keys are extra labels)."""
 
@@ -104,7 +115,7 @@ def load_run(path: str | Path) -> Run:
     if not isinstance(recipe or {}, dict):
         raise SrnetError(f"{run.config}: not a mapping")
     recipe = recipe or {}
-    labels = run_labels(recipe, metrics.sparsity)
+    labels = run_labels(recipe, metrics.sparsity, metrics.evaluated_by)
     return Run(run.root, metrics, recipe, labels, recipe.get("seed", metrics.seed),
                split_schemes(recipe, metrics.task or recipe.get("task")), load_attacks(run.root),
                load_grid(run.root))
@@ -200,19 +211,36 @@ def recipe_signature(run: Run) -> dict[str, Any]:
 def split_recipes(runs: Iterable[Run]) -> list[Run]:
     """Runs with the same labels whose recipes differ in anything but the seed (two backbones, two
     granularities, two learning rates) are not seeds of one configuration: each gets a ``recipe``
-    label naming the values that set it apart (the first three), so no table pools them."""
+    label naming every value that sets it apart (:func:`recipe_labels`), so no table pools them."""
     runs = list(runs)
     split: dict[int, Run] = {}
     for same in alike(runs):
-        if len(same) < 2:
-            continue
-        signatures = {id(run): recipe_signature(run) for run in same}
-        apart = differing(list(signatures.values()))
-        for run in same if apart else []:
-            sig = signatures[id(run)]
-            label = " ".join(f"{k}={sig.get(k)}" for k in apart[:3]) + (" ..." if len(apart) > 3 else "")
-            split[id(run)] = replace(run, labels=run.labels | {"recipe": label})
+        signatures = [recipe_signature(run) for run in same] if len(same) > 1 else []
+        apart = differing(signatures)
+        if apart:
+            for run, label in zip(same, recipe_labels(signatures, apart), strict=True):
+                split[id(run)] = replace(run, labels=run.labels | {"recipe": label})
     return [split.get(id(run), run) for run in runs]
+
+
+RECIPE_LABEL_WIDTH = 60
+"""The longest ``recipe`` label written out in full; a longer one is cut and given a digest."""
+
+
+def recipe_labels(signatures: list[dict[str, Any]], keys: Sequence[str]) -> list[str]:
+    """Each run's ``recipe`` label: every key of ``keys`` with the run's value
+    (``training.lr=0.0001 data.train.n=640``); when one is longer than RECIPE_LABEL_WIDTH or two
+    different settings would read alike, each is cut and followed by ``#<digest>`` of its whole
+    difference, so two settings never share a label."""
+    apart = [{k: signature.get(k) for k in keys} for signature in signatures]
+    texts = [" ".join(f"{k}={v}" for k, v in values.items()) for values in apart]
+    digests = [hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:8]
+               for values in apart]
+    if len(set(texts)) == len(set(digests)) and max(map(len, texts)) <= RECIPE_LABEL_WIDTH:
+        return texts
+    cut = RECIPE_LABEL_WIDTH - 10  # room for the digest
+    return [(text if len(text) <= cut else text[:cut - 1].rstrip() + "…") + f" #{digest}"
+            for text, digest in zip(texts, digests, strict=True)]
 
 
 def grid_label(grid: dict[str, Any], keys: Sequence[str]) -> str:
@@ -225,20 +253,22 @@ def grid_label(grid: dict[str, Any], keys: Sequence[str]) -> str:
     return " ".join(f"{k}={value(grid[k])}" for k in keys if k in grid)  # a stage's own keys only
 
 
-def run_labels(recipe: dict[str, Any], measured: SparsityRecord | None = None) -> dict[str, Any]:
-    """method, loss, paradigm, sparsity and any further tags of a run's recipe.
+def run_labels(recipe: dict[str, Any], measured: SparsityRecord | None = None,
+               runtime: str = TORCH) -> dict[str, Any]:
+    """method, loss, paradigm, sparsity, any further tags of a run's recipe and, when it is not
+    PyTorch, the ``runtime`` that scored the model.
 
-    The sparsity is the recipe's target; a run without pruning whose evaluated weights hold
-    zeros (``measured``: the run record's sparsity block, e.g. an evaluated subnetwork) is labelled
-    ``subnetwork`` at its measured sparsity (2 decimals) rather than ``dense``.
+    The sparsity is the recipe's target; a dense run whose evaluated weights hold zeros
+    (``measured``: the run record's sparsity block, e.g. an evaluated export or masked model) is
+    labelled ``subnetwork`` at its measured sparsity (2 decimals), never ``dense``.
     """
     pruning = recipe.get("pruning") or {}
     tags = {str(k): str(v) for k, v in (recipe.get("tags") or {}).items()}
     method = tags.pop("method", None) or pruning.get("method") or DENSE
     sparsity = float(pruning.get("sparsity") or 0.0)
     zeros = float(measured.overall or 0.0) if measured is not None else 0.0
-    if method == DENSE and not pruning and zeros >= 0.01:
-        method, sparsity = "subnetwork", round(zeros, 2)
+    if method == DENSE and zeros >= MEASURED_ZEROS:
+        method, sparsity = SUBNETWORK, round(zeros, 2)
     labels: dict[str, Any] = {
         "method": method,
         "loss": tags.pop("loss", None) or (recipe.get("loss") or {}).get("name", "ce"),
@@ -248,6 +278,8 @@ def run_labels(recipe: dict[str, Any], measured: SparsityRecord | None = None) -
     objective = tags.pop("objective", None) or objective_label(recipe.get("objective") or {})
     if objective is not None:
         labels["objective"] = objective
+    if runtime != TORCH:
+        labels[RUNTIME] = runtime
     return labels | {k: v for k, v in sorted(tags.items()) if k not in labels}
 
 
@@ -396,11 +428,11 @@ def attack_values(run: Run) -> dict[str, float]:
 
 def f_bias_values(run: Run, section: Section, rule: str) -> dict[str, float | None]:
     """F_bias of each OOD split against the first ID split: relative to the mean of the section's
-    dense CE runs under ``rule`` when there are any, else as the run recorded it."""
+    dense CE runs scored by PyTorch under ``rule`` when there are any, else as the run recorded it."""
     if not section.id_splits:
         return {}
     id_split = section.id_splits[0]
-    dense = [r for r in section.runs if r.dense and r.labels["loss"] == "ce"]
+    dense = [r for r in section.runs if r.dense and r.labels["loss"] == "ce" and RUNTIME not in r.labels]
     out: dict[str, float | None] = {}
     for split in section.ood_splits:
         recorded = (run.metrics.f_bias or {}).get(split)

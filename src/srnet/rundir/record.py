@@ -125,6 +125,11 @@ class RunMetrics(_Open):
     time_s: Number | None = None
 
     @property
+    def evaluated_by(self) -> str:
+        """The runtime that scored the model: ``torch``, ``onnx`` or ``onnx-int8`` (``runtime``)."""
+        return str((self.runtime or {}).get("runtime") or "torch")
+
+    @property
     def is_text_run(self) -> bool:
         """A task-agnostic (TAMT) run: pre-training losses, no evaluation splits."""
         return self.pretraining is not None

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from srnet.registry import Registry
-from srnet.reporting.aggregate import LABELS, Group, Run, Section, Stat, collapsed_runs
+from srnet.reporting.aggregate import LABEL_DEFAULTS, LABELS, Group, Run, Section, Stat, collapsed_runs
 from srnet.reporting.render import Panel, format_table, plot_sparsity_curves
 
 
@@ -138,7 +138,7 @@ def stats_table(groups: list[Group], columns: list[str], *, headers: dict[str, s
     for group in groups:
         row: dict[str, object] = {k: group.labels.get(k, "-") for k in ("method", "loss", "paradigm")}
         row["sparsity"] = f"{group.labels['sparsity']:.0%}"
-        row |= {k: group.labels.get(k, "-") for k in extra}
+        row |= {k: group.labels.get(k, LABEL_DEFAULTS.get(k, "-")) for k in extra}
         counts = [group.stats[c].n for c in columns if c in group.stats]
         row["n"] = max(counts) if headers and counts else len(group.runs)  # attack tables: runs attacked
         row |= {headers.get(c, c): marked(group, c, cell(group.stats.get(c), digits)) for c in columns}
