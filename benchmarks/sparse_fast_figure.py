@@ -42,6 +42,13 @@ def speedup(bench: dict, label_part: str, runtime: str, batch: int = 32) -> floa
     raise SystemExit(f"no bench row for '{label_part}' ({runtime}, batch {batch})")
 
 
+def bench_cpu(bench: dict) -> str:
+    """The bench machine's CPU and its best int8 instructions, in a few words."""
+    env = bench.get("environment", {})
+    flags = env.get("cpu_int8", {}).get("flags", [])
+    return f"{env.get('cpu', 'unknown CPU')}, {flags[-1] if flags else 'no int8 flags'}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path)
@@ -53,34 +60,42 @@ def main() -> None:
     args = parser.parse_args()
     runs = load(args.folder)
     bench = json.loads(args.bench.read_text())
-    fig = new_figure((12, 4.5))
+    fig = new_figure((13, 4.5))
     left, right = fig.subplots(1, 2)
     for ax, columns in ((left, ("MNLI-m", "hard")), (right, ("hard",))):
         for stage, style in (("ft", "--"), ("ft_poe", ":")):
             for column in columns:
                 ax.axhline(stats(runs[stage], column)[0], linestyle=style, linewidth=1,
                            color="grey" if column == "hard" else "black", label=f"{ROWS[stage]}, {column}")
+    colors = dict(zip([*UNSTRUCTURED, *STRUCTURED], [f"C{i}" for i in range(10)], strict=False))
     for offset, stage in enumerate(s for s in UNSTRUCTURED if s in runs):
-        x = 100 * UNSTRUCTURED[stage] + (offset - 2) * 0.6
+        x = 100 * UNSTRUCTURED[stage] + (offset - 2) * 0.8
         for column, marker in (("MNLI-m", "o"), ("hard", "s")):
             mean, std = stats(runs[stage], column)
-            left.errorbar([x], [mean], yerr=[std], fmt=marker, capsize=3,
-                          label=f"{stage}, {column}" if column == "hard" or stage == "u70_all" else None)
-    left.set(xlabel="sparsity (% of encoder weights)", ylabel="accuracy (points)",
+            left.errorbar([x], [mean], yerr=[std], fmt=marker, capsize=3, color=colors[stage],
+                          label=stage if column == "hard" else None)
+    left.set(xlabel="sparsity (% of encoder weights)", ylabel="accuracy (points)", xlim=(65, 95),
              title="Unstructured PoE masks: MNLI-m (o) and hard (s)")
-    left.legend(fontsize=6, loc="lower left")
+    left.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     shape = speedup(bench, args.model, "torch")
     for stage in (s for s in STRUCTURED if s in runs):
         mean, std = stats(runs[stage], "hard")
-        right.errorbar([shape], [mean], yerr=[std], fmt="o", capsize=3, label=f"{stage} (PyTorch FP32)")
+        right.errorbar([shape], [mean], yerr=[std], fmt="o", capsize=3, color=colors[stage],
+                       label=f"{stage} (PyTorch FP32)")
     if args.int8:
         metrics = json.loads(args.int8.read_text())
         hard = 100 * metrics["id"]["mnli_dev_matched"]["easy_hard"]["hard"]
-        right.plot([speedup(bench, args.model, "onnx-int8")], [hard], "D",
+        right.plot([speedup(bench, args.model, "onnxruntime-int8")], [hard], "D", color="black",
                    label="W7 export, ONNX Runtime INT8 (seed 1)")
-    right.set(xlabel=f"speedup over dense PyTorch FP32 (batch 32, {bench.get('threads')} thread)",
-              ylabel="hard accuracy (points)", title="Structured 50% heads + neurons, shrunk")
-    right.legend(fontsize=6, loc="lower left")
+    for target, what in ((2.0, "W6: 2x"), (3.5, "W7: 3.5x")):
+        right.axvline(target, color="red", linewidth=0.8, alpha=0.5)
+        right.annotate(what, (target, right.get_ylim()[0]), fontsize=7, color="red", rotation=90,
+                       xytext=(2, 4), textcoords="offset points")
+    threads = bench.get("threads")
+    right.set(xlabel=f"speedup over dense PyTorch FP32 (batch 32, {threads} thread; {bench_cpu(bench)})",
+              ylabel="hard accuracy (points)", xlim=(0.8, 4.0),
+              title="Structured 50% heads + neurons, shrunk")
+    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     save_figure(fig, args.out)
 
 
