@@ -438,3 +438,20 @@ def test_an_export_older_than_its_checksums_is_scored_with_one_warning(shipped_e
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert warned == [f"{export / 'model.onnx'}: srnet_export.json records no SHA-256 (an export older than "
                       "srnet's checksums); using the file unchecked (re-export to record one)"]
+
+
+@needs_onnx
+def test_an_unloadable_graph_of_an_export_without_checksums_is_one_line(shipped_export, tmp_path, capsys):
+    """With no SHA-256 to check (an older export), a truncated shipped graph still fails in one
+    line naming it: ONNX Runtime cannot load it."""
+    export = shipped_copy(shipped_export, tmp_path)
+    info = json.loads((export / EXPORT_INFO_FILENAME).read_text())
+    del info["sha256"]
+    (export / EXPORT_INFO_FILENAME).write_text(json.dumps(info))
+    _truncate(export / "model.onnx")
+    capsys.readouterr()
+    assert main(["bench", str(export), "--onnx", "--batch-sizes", "1", "--lengths", "8"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("using the file unchecked (re-export to record one)")
+    assert len(err) == 2, err
+    assert err[1].startswith(f"error: {export / 'model.onnx'}: ONNX Runtime cannot load it (")
