@@ -300,3 +300,158 @@ def test_an_attack_runs_against_the_onnx_and_int8_graphs_of_a_model(tmp_path, mo
 
     assert outcomes("onnx") == outcomes("torch")
     assert reports["torch"].summary["successful"] > 0  # the attack did something to compare
+
+
+@pytest.fixture(scope="module")
+def shipped_export(tiny_dirs, tmp_path_factory):
+    """A one-shot OMP run of the tiny BERT on synthetic NLI and its ``--onnx --quantize int8``
+    export (labels as the task's, so the export is scored as it is), with the recipe to evaluate it."""
+    from conftest import tiny_recipe
+
+    root = tmp_path_factory.mktemp("shipped")
+    recipe = tiny_recipe(root, tiny_dirs["bert"], "omp", data={"train": None},
+                         pruning={"method": "omp", "sparsity": 0.5})
+    api.run(recipe)
+    export = root / "export"
+    assert main(["export", "--masks", str(root / "omp" / "masks.safetensors"), "--out", str(export),
+                 "--onnx", "--quantize", "int8"]) == 0
+    evaluate = {**recipe, "pruning": {"method": "dense"}, "output_dir": str(root / "evals")}
+    (root / "recipe.yaml").write_text(json.dumps(evaluate))
+    return {"root": root, "export": export, "run": root / "omp", "recipe": evaluate}
+
+
+def shipped_copy(shipped_export, tmp_path):
+    """A copy of the shipped export to tamper with."""
+    import shutil
+
+    return shutil.copytree(shipped_export["export"], tmp_path / "export")
+
+
+@needs_onnx
+def test_an_export_records_the_sha256_of_each_file_it_ships(shipped_export):
+    from srnet.io import file_sha256
+
+    export = shipped_export["export"]
+    digests = json.loads((export / EXPORT_INFO_FILENAME).read_text())["sha256"]
+    assert digests == {name: file_sha256(export / name)
+                       for name in ("model.safetensors", "model.onnx", "model.int8.onnx")}
+
+
+def _delete(path):
+    path.unlink()
+
+
+def _truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _edit_a_byte(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+CHANGED = (r": SHA-256 [0-9a-f]{16}\.\.\. differs from the [0-9a-f]{16}\.\.\. that srnet_export\.json "
+           r"records \(changed after export\); re-export the model")
+
+
+@needs_onnx
+@pytest.mark.parametrize(("fault", "name", "message"), [
+    (_delete, "model.onnx", r": missing, though srnet_export\.json lists it; re-export the model"),
+    (_truncate, "model.int8.onnx", CHANGED),
+    (_edit_a_byte, "model.onnx", CHANGED),
+], ids=["deleted", "truncated", "byte-edited"])
+@pytest.mark.parametrize("command", ["evaluate", "attack", "bench"])
+def test_a_shipped_graph_that_is_missing_or_changed_is_one_line_naming_it(
+        shipped_export, tmp_path, capsys, fault, name, message, command):
+    """``evaluate``, ``attack`` and ``bench`` run the graphs an export ships: one that was deleted,
+    truncated or edited after export (its SHA-256 differs from srnet_export.json's) is refused
+    in one line naming the file, before anything is scored or timed."""
+    export = shipped_copy(shipped_export, tmp_path)
+    fault(export / name)
+    recipe = str(shipped_export["root"] / "recipe.yaml")
+    args = {
+        "evaluate": ["evaluate", str(export), "--recipe", recipe, "--output-dir", str(tmp_path / "runs"),
+                     "--set", "evaluation.runtime=onnx-int8"],
+        "attack": ["attack", str(export), "--recipe", recipe, "--attack", "charswap", "--n", "2",
+                   "--out", str(tmp_path / "attack"), "--set", "evaluation.runtime=onnx-int8"],
+        "bench": ["bench", str(export), "--onnx", "--quantize", "int8", "--batch-sizes", "1",
+                  "--lengths", "8", "--rounds", "1", "--warmup", "0", "--out", str(tmp_path / "bench.json")],
+    }[command]
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(f"error: {re.escape(str(export / name))}{message}\n", err), err
+    assert not any((tmp_path / out).exists() for out in ("runs/eval_export", "attack", "bench.json"))
+
+
+@needs_onnx
+def test_an_intact_export_is_scored_and_timed_by_its_shipped_graphs(shipped_export, tmp_path):
+    """The evaluation of an intact export scores its shipped ``model.int8.onnx`` (recorded with its
+    SHA-256) and gives the logits of the graph built in memory from its weights -- what a run
+    directory, which ships no graph, is scored by and says so; ``bench --onnx`` times the shipped files."""
+    from srnet.export import load_model
+    from srnet.export.onnx import runtime_graphs, runtime_model
+    from srnet.io import file_sha256
+
+    export, recipe = shipped_export["export"], shipped_export["recipe"]
+    setting = {"evaluation": {"runtime": "onnx-int8"}, "output_dir": str(tmp_path)}
+    shipped = api.evaluate(str(export), {**recipe, **setting, "name": "export"}).metrics.runtime
+    built = api.evaluate(str(shipped_export["run"]), {**recipe, **setting, "name": "run"}).metrics.runtime
+    int8 = export / "model.int8.onnx"
+    assert shipped["graph"] == {"source": "shipped", "file": str(int8), "sha256": file_sha256(int8),
+                                "sha256_checked": True}
+    assert shipped["int8"]["fp32_graph"]["file"] == str(export / "model.onnx")
+    assert built["graph"]["source"].startswith("built in memory")
+    scored = [(tmp_path / name / "predictions" / "synthetic_dev.jsonl").read_text()
+              for name in ("export", "run")]
+    assert scored[0] == scored[1]
+
+    model = load_model(export)
+    inputs = batch(model, 4, 9)
+    for runtime in ("onnx", "onnx-int8"):
+        from_file, _ = runtime_model(model, runtime, runtime_graphs(export, runtime))
+        in_memory, _ = runtime_model(model, runtime)
+        np.testing.assert_allclose(from_file(**inputs).logits.numpy(), in_memory(**inputs).logits.numpy(),
+                                   rtol=0, atol=1e-6)
+
+    timed = api.bench([str(export)], batch_sizes=[1], lengths=[8], rounds=1, warmup=0, onnx=True,
+                      quantize="int8")["onnxruntime"]["graphs"]
+    assert [(g["runtime"], g["file"], g["sha256"]) for g in timed] == [
+        ("onnxruntime", str(export / "model.onnx"), file_sha256(export / "model.onnx")),
+        ("onnxruntime-int8", str(int8), file_sha256(int8))]
+
+
+@needs_onnx
+def test_an_export_older_than_its_checksums_is_scored_with_one_warning(shipped_export, tmp_path, caplog):
+    """An export written before srnet recorded SHA-256s: its shipped graph is scored unchecked, with
+    one warning naming the file, and the record says the digest was not checked."""
+    export = shipped_copy(shipped_export, tmp_path)
+    info = json.loads((export / EXPORT_INFO_FILENAME).read_text())
+    del info["sha256"]
+    (export / EXPORT_INFO_FILENAME).write_text(json.dumps(info))
+    recipe = {**shipped_export["recipe"], "name": "old", "evaluation": {"runtime": "onnx"},
+              "output_dir": str(tmp_path / "runs")}
+    with caplog.at_level("WARNING", logger="srnet"):
+        runtime = api.evaluate(str(export), recipe).metrics.runtime
+    assert runtime["graph"]["file"] == str(export / "model.onnx") and not runtime["graph"]["sha256_checked"]
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warned == [f"{export / 'model.onnx'}: srnet_export.json records no SHA-256 (an export older than "
+                      "srnet's checksums); using the file unchecked (re-export to record one)"]
+
+
+@needs_onnx
+def test_an_unloadable_graph_of_an_export_without_checksums_is_one_line(shipped_export, tmp_path, capsys):
+    """With no SHA-256 to check (an older export), a truncated shipped graph still fails in one
+    line naming it: ONNX Runtime cannot load it."""
+    export = shipped_copy(shipped_export, tmp_path)
+    info = json.loads((export / EXPORT_INFO_FILENAME).read_text())
+    del info["sha256"]
+    (export / EXPORT_INFO_FILENAME).write_text(json.dumps(info))
+    _truncate(export / "model.onnx")
+    capsys.readouterr()
+    assert main(["bench", str(export), "--onnx", "--batch-sizes", "1", "--lengths", "8"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("using the file unchecked (re-export to record one)")
+    assert len(err) == 2, err
+    assert err[1].startswith(f"error: {export / 'model.onnx'}: ONNX Runtime cannot load it (")

@@ -19,6 +19,10 @@ from srnet.sparsity.mask_io import expand_masks, masked_module, pooled_sparsity,
 
 EXPORT_INFO_FILENAME = "srnet_export.json"
 EXPORT_FORMAT_VERSION = "1"
+DIGESTS_KEY = "sha256"
+"""``srnet_export.json``'s ``{file name: SHA-256}`` of the weights and graphs an export ships
+(exports written before it was added have none)."""
+WEIGHTS_FILENAME = "model.safetensors"
 
 
 def bake_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Module:

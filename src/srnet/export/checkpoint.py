@@ -18,17 +18,22 @@ from torch import nn
 
 from srnet.errors import SrnetError
 from srnet.export.bake import (
+    DIGESTS_KEY,
     EXPORT_FORMAT_VERSION,
     EXPORT_INFO_FILENAME,
+    WEIGHTS_FILENAME,
     bake_masks,
     masked_weight_sparsity,
     parametrized_modules,
 )
 from srnet.export.card import CARD_FILENAME, model_card
-from srnet.export.onnx import ONNX_FILENAME, check_quantize, export_onnx, require_onnx
-from srnet.io import atomic_folder, atomic_write_json
+from srnet.export.onnx import INT8_FILENAME, ONNX_FILENAME, check_quantize, export_onnx, require_onnx
+from srnet.io import atomic_folder, atomic_write_json, file_sha256
 from srnet.models.loading import quiet_transformers
 from srnet.sparsity.mask_io import MaskMetadata, expand_masks, masked_module
+
+SHIPPED_FILES = (WEIGHTS_FILENAME, ONNX_FILENAME, INT8_FILENAME)
+"""The files whose SHA-256 ``srnet_export.json`` records (under ``sha256``), where written."""
 
 # srnet.export.shrink and srnet.models.shrunk import transformers' model classes (seconds): they
 # are imported where a shrunk model is made or loaded, not with this module.
@@ -70,7 +75,8 @@ def export_model(
     carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.  With ``onnx``, it also
     carries ``model.onnx`` (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence
     axes, checked against PyTorch's logits; needs ``srnet[onnx]``), and with ``quantize="int8"``
-    ``model.int8.onnx`` beside it (compared with the FP32 graph).  The model card states the
+    ``model.int8.onnx`` beside it (compared with the FP32 graph).  ``srnet_export.json`` records the
+    SHA-256 of each of these files and of ``model.safetensors``.  The model card states the
     pruning and, when given, the run's ``metrics``, ``attacks`` summaries and ``recipe`` (YAML).
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
@@ -114,6 +120,8 @@ def export_model(
         with quiet_transformers():
             baked.save_pretrained(staging)
             tokenizer.save_pretrained(staging)
+        info[DIGESTS_KEY] = {name: file_sha256(staging / name) for name in SHIPPED_FILES
+                             if (staging / name).is_file()}
         atomic_write_json(staging / EXPORT_INFO_FILENAME, info)
         card = model_card(info, metrics=metrics, attacks=attacks, recipe=recipe)
         (staging / CARD_FILENAME).write_text(card, encoding="utf-8")
@@ -159,7 +167,7 @@ def load_model(path: str | Path) -> nn.Module:
     info_file = folder / EXPORT_INFO_FILENAME
     if not info_file.is_file():
         raise SrnetError(f"{folder}: not an srnet export (no {EXPORT_INFO_FILENAME})")
-    weights_file = folder / "model.safetensors"
+    weights_file = folder / WEIGHTS_FILENAME
     if not weights_file.is_file():
         raise SrnetError(f"{folder}: no model.safetensors (sharded exports are not supported)")
     with quiet_transformers():

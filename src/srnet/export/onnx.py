@@ -12,6 +12,11 @@ The trace runs on a batch with a padded row, so the attention-mask path is in th
 export is then checked: ONNX Runtime's logits on a probe batch of another batch size and length
 (one padded row) must match PyTorch's within :data:`ATOL`, or the export is refused.
 
+An export's graphs are what evaluation and bench run when the model is that export
+(:func:`shipped_graphs`): each file is read once, its SHA-256 checked against the one
+``srnet_export.json`` records, and that same byte string is what ONNX Runtime loads; any other
+model's graph is traced in memory.  Records say which (:meth:`GraphFile.record`).
+
 ``onnx`` and ``onnxruntime`` are the optional ``srnet[onnx]`` extra; :func:`require_onnx` turns
 their absence into one :class:`SrnetError` line.
 """
@@ -19,10 +24,13 @@ their absence into one :class:`SrnetError` line.
 from __future__ import annotations
 
 import copy
+import hashlib
 import inspect
 import io
+import json
+import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +40,10 @@ import torch
 from torch import nn
 
 from srnet.errors import SrnetError
+from srnet.export.bake import DIGESTS_KEY, EXPORT_INFO_FILENAME, WEIGHTS_FILENAME
+from srnet.io import first_line
+
+log = logging.getLogger(__name__)
 
 ONNX_FILENAME = "model.onnx"
 INT8_FILENAME = "model.int8.onnx"
@@ -152,8 +164,9 @@ def ort_feeds(session, inputs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]
     return feeds
 
 
-def check_onnx(model: nn.Module, session, atol: float = ATOL) -> float:
-    """Largest |ORT - PyTorch| logit on a probe batch; :class:`SrnetError` above ``atol``."""
+def check_onnx(model: nn.Module, session, atol: float = ATOL, shipped: Path | None = None) -> float:
+    """Largest |ORT - PyTorch| logit on a probe batch; :class:`SrnetError` above ``atol`` (naming
+    the ``shipped`` graph file, when the session runs one)."""
     probe = example_inputs(model, *PROBE_SHAPE, seed=2)
     was_training = model.training
     model.eval()
@@ -165,9 +178,12 @@ def check_onnx(model: nn.Module, session, atol: float = ATOL) -> float:
     got = session.run(["logits"], ort_feeds(session, probe))[0]
     diff = float(np.abs(got - expected).max()) if got.shape == expected.shape else float("inf")
     if not diff <= atol:
+        where = f"{shipped}: " if shipped is not None else ""
+        weights = f" (the export's {WEIGHTS_FILENAME})" if shipped is not None else ""
+        verdict = "the shipped graph is refused" if shipped is not None else "the ONNX export is refused"
         raise SrnetError(
-            f"ONNX Runtime's logits differ from PyTorch's by {diff:.3g} (tolerance {atol:g}) on a "
-            f"{PROBE_SHAPE[0]} x {PROBE_SHAPE[1]} probe batch; the ONNX export is refused"
+            f"{where}ONNX Runtime's logits differ from PyTorch's{weights} by {diff:.3g} (tolerance "
+            f"{atol:g}) on a {PROBE_SHAPE[0]} x {PROBE_SHAPE[1]} probe batch; {verdict}"
         )
     return diff
 
@@ -214,15 +230,93 @@ def compare_sessions(model: nn.Module, reference, candidate) -> dict[str, Any]:
             "agreement": float((got.argmax(-1) == expected.argmax(-1)).mean())}
 
 
+@dataclass(frozen=True)
+class GraphFile:
+    """An ONNX graph's bytes and where they come from: a file an srnet export ships (``path``, its
+    SHA-256, whether ``srnet_export.json`` recorded that digest) or, without ``path``, a graph
+    srnet built in memory from the PyTorch model."""
+
+    data: bytes
+    path: Path | None = None
+    sha256: str | None = None
+    checked: bool = False
+
+    def record(self) -> dict[str, Any]:
+        """What srnet records of the graph that scored or was timed."""
+        if self.path is None:
+            return {"source": "built in memory (the model is not an export shipping this graph)"}
+        return {"source": "shipped", "file": str(self.path), "sha256": self.sha256,
+                "sha256_checked": self.checked}
+
+
+def shipped_graphs(model: str | Path | None, quantize: str | None = None) -> dict[str, GraphFile]:
+    """The graphs the srnet export folder ``model`` ships (``model.onnx`` and, with ``quantize``,
+    ``model.int8.onnx``), by file name, each read once and checked against the SHA-256 that its
+    ``srnet_export.json`` records: a listed file that is missing or differs is one
+    :class:`SrnetError` line naming it; an export written before srnet recorded digests is read
+    unchecked, with one warning.  Empty when ``model`` is not an export (a hub id, ``default``, a
+    run directory) or ships no graph: the caller builds one in memory."""
+    folder = Path(model).expanduser() if model is not None else None
+    if folder is None or not (folder / EXPORT_INFO_FILENAME).is_file():
+        return {}
+    info = _export_info(folder)
+    listed = [ONNX_FILENAME] if info.get("onnx") else []
+    if listed and quantize is not None and info["onnx"].get("int8"):
+        listed.append(INT8_FILENAME)
+    return {name: _read_shipped(folder, name, info) for name in listed}
+
+
+def _export_info(folder: Path) -> dict[str, Any]:
+    """``folder``'s ``srnet_export.json``, or one line naming it when it is not a JSON object."""
+    path = folder / EXPORT_INFO_FILENAME
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SrnetError(f"{path}: unreadable ({first_line(exc)})") from None
+    if not isinstance(info, dict):
+        raise SrnetError(f"{path}: not a JSON object")
+    return info
+
+
+def _read_shipped(folder: Path, name: str, info: Mapping[str, Any]) -> GraphFile:
+    """``folder/name``, its bytes checked against ``info``'s SHA-256 of it (see :func:`shipped_graphs`)."""
+    path = folder / name
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise SrnetError(f"{path}: missing, though {EXPORT_INFO_FILENAME} lists it; re-export the "
+                         "model") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if DIGESTS_KEY not in info:
+        log.warning("%s: %s records no SHA-256 (an export older than srnet's checksums); using the "
+                    "file unchecked (re-export to record one)", path, EXPORT_INFO_FILENAME)
+        return GraphFile(data, path, digest)
+    expected = (info[DIGESTS_KEY] or {}).get(name)
+    if digest != expected:
+        raise SrnetError(f"{path}: SHA-256 {digest[:16]}... differs from the {str(expected)[:16]}... "
+                         f"that {EXPORT_INFO_FILENAME} records (changed after export); re-export the model")
+    return GraphFile(data, path, digest, checked=True)
+
+
+def graph_session(graph: GraphFile, threads: int | None = None):
+    """An ONNX Runtime session of ``graph``; a shipped file ONNX Runtime cannot load is one line."""
+    try:
+        return ort_session(graph.data, threads)
+    except Exception as exc:  # onnxruntime's own errors (InvalidProtobuf, Fail): no common base
+        if graph.path is None:
+            raise
+        raise SrnetError(f"{graph.path}: ONNX Runtime cannot load it ({first_line(exc, 200)})") from exc
+
+
 @dataclass
 class CheckedGraph:
     """A model's ONNX graph with its session, checked against PyTorch, and optionally its INT8 graph."""
 
-    graph: bytes
+    graph: GraphFile
     session: Any
     check: dict[str, Any]
     """What srnet records of the check: probe shape, largest logit difference, tolerance."""
-    int8: bytes | None = None
+    int8: GraphFile | None = None
     int8_session: Any = None
 
     def int8_record(self, model: nn.Module) -> dict[str, Any]:
@@ -231,17 +325,21 @@ class CheckedGraph:
                                                                                self.int8_session)}
 
 
-def checked_graph(model: nn.Module, quantize: str | None = None, threads: int | None = None) -> CheckedGraph:
+def checked_graph(model: nn.Module, quantize: str | None = None, threads: int | None = None,
+                  shipped: Mapping[str, GraphFile] | None = None) -> CheckedGraph:
     """``model`` (in eval mode, on the CPU) as an ONNX graph and an ONNX Runtime session whose
     logits match PyTorch's (:func:`check_onnx`), with its ``quantize`` graph and session when asked:
-    what export, evaluation and bench all start from."""
-    graph = onnx_bytes(model)
-    session = ort_session(graph, threads)
-    check = {"probe": list(PROBE_SHAPE), "max_abs_diff": check_onnx(model, session), "atol": ATOL}
-    checked = CheckedGraph(graph, session, check)
+    what export, evaluation and bench all start from.  A graph in ``shipped`` (by file name:
+    :func:`shipped_graphs`) is used as it is; any other is built from ``model``."""
+    shipped = shipped or {}
+    fp32 = shipped.get(ONNX_FILENAME) or GraphFile(onnx_bytes(model))
+    session = graph_session(fp32, threads)
+    check = {"probe": list(PROBE_SHAPE), "max_abs_diff": check_onnx(model, session, shipped=fp32.path),
+             "atol": ATOL}
+    checked = CheckedGraph(fp32, session, check)
     if quantize is not None:
-        checked.int8 = quantize_onnx(graph, quantize)
-        checked.int8_session = ort_session(checked.int8, threads)
+        checked.int8 = shipped.get(INT8_FILENAME) or GraphFile(quantize_onnx(fp32.data, quantize))
+        checked.int8_session = graph_session(checked.int8, threads)
     return checked
 
 
@@ -251,12 +349,12 @@ def export_onnx(model: nn.Module, path: str | Path, quantize: str | None = None)
     the FP32 graph: :func:`compare_sessions`); returns what ``srnet_export.json`` records."""
     ort = require_onnx()
     checked = checked_graph(model, quantize)
-    Path(path).write_bytes(checked.graph)
+    Path(path).write_bytes(checked.graph.data)
     info = {"file": Path(path).name, "opset": OPSET, "inputs": input_names(model), "outputs": ["logits"],
             "dynamic_axes": ["batch", "sequence"], "onnxruntime": ort.__version__, "check": checked.check}
     if checked.int8 is not None:
         target = Path(path).with_name(INT8_FILENAME)
-        target.write_bytes(checked.int8)
+        target.write_bytes(checked.int8.data)
         info["int8"] = {"file": target.name, **checked.int8_record(model)}
     return info
 
@@ -282,18 +380,32 @@ class OnnxClassifier(nn.Module):
         return SequenceClassifierOutput(logits=torch.from_numpy(logits))
 
 
-def runtime_model(model: nn.Module, runtime: str) -> tuple[nn.Module, dict[str, Any] | None]:
+def runtime_quantize(runtime: str) -> str | None:
+    """The quantization ``evaluation.runtime`` scores with: ``int8`` for ``onnx-int8``, else None."""
+    return "int8" if runtime == "onnx-int8" else None
+
+
+def runtime_graphs(model: str | Path, runtime: str) -> dict[str, GraphFile]:
+    """The graphs ``evaluation.runtime`` scores that the export ``model`` ships (checked:
+    :func:`shipped_graphs`); none for ``torch``, or a model that is not such an export."""
+    return {} if runtime == "torch" else shipped_graphs(model, runtime_quantize(runtime))
+
+
+def runtime_model(model: nn.Module, runtime: str,
+                  shipped: Mapping[str, GraphFile] | None = None) -> tuple[nn.Module, dict[str, Any] | None]:
     """``model`` as ``evaluation.runtime`` runs it (``torch``; ``onnx``: its ONNX graph under ONNX
     Runtime; ``onnx-int8``: that graph with dynamic INT8), and what metrics.json records of it: the
-    ONNX graph's check against PyTorch and, for ``onnx-int8``, the INT8 graph against the FP32 one."""
+    ONNX graph's check against PyTorch, the ``graph`` that scored (a ``shipped`` file and its
+    SHA-256, or built in memory) and, for ``onnx-int8``, the INT8 graph against the FP32 one."""
     if runtime == "torch":
         return model, None
     ort = require_onnx()
     model = copy.deepcopy(model).cpu().eval()  # the run's own model stays where it is
-    checked = checked_graph(model, "int8" if runtime == "onnx-int8" else None)
+    checked = checked_graph(model, runtime_quantize(runtime), shipped=shipped)
     info: dict[str, Any] = {"runtime": runtime, "onnxruntime": ort.__version__, "opset": OPSET,
-                            "check": checked.check}
+                            "check": checked.check, "graph": checked.graph.record()}
     if checked.int8 is None:
         return OnnxClassifier(checked.session, model.config), info
-    info["int8"] = checked.int8_record(model)
+    info["int8"] = {**checked.int8_record(model), "fp32_graph": info["graph"]}
+    info["graph"] = checked.int8.record()
     return OnnxClassifier(checked.int8_session, model.config), info

@@ -21,7 +21,7 @@ from srnet.experiments.run.evaluate import evaluate_splits, f_bias_block
 from srnet.experiments.run.finish import Outcome, finish_run, mask_metadata, sparsity_block
 from srnet.experiments.run.kinds import RunKind, register_run_kind
 from srnet.export import bake_masks
-from srnet.export.onnx import require_onnx, runtime_model
+from srnet.export.onnx import GraphFile, require_onnx, runtime_graphs, runtime_model
 from srnet.losses import build_loss
 from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
@@ -52,6 +52,8 @@ class Prepared:
     objective: Objective
     loss: object | None
     extras: dict[str, np.ndarray]
+    graphs: dict[str, GraphFile]
+    """The ONNX graphs the model ships when it is an srnet export scored as it is (checked)."""
 
 
 @register_run_kind("task")
@@ -80,11 +82,12 @@ class TaskRun(RunKind):
         set_seed(recipe.seed)
         init_from = recipe.model.init_from
         source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
+        graphs = scored_graphs(recipe, source, data)  # their SHA-256 checked before the model loads
         tokenizer = load_tokenizer(source, recipe.model.max_length)
         model = load_classifier(source, task.labels)
         check_max_length(recipe.model.max_length, model)
         method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
-        return Prepared(task, data, source, tokenizer, model, method, objective, loss, extras or {})
+        return Prepared(task, data, source, tokenizer, model, method, objective, loss, extras or {}, graphs)
 
     def execute(self, recipe: Recipe, prepared: Prepared, run: RunDir, *, resume: bool,
                 main: bool) -> RunMetrics:
@@ -122,7 +125,7 @@ class TaskRun(RunKind):
         metrics = {"run": recipe.name, "task": task.name, "model": ready.source, "seed": recipe.seed,
                    "best_step": best_step, **trained}
         id_sets = ([data.dev] if data.dev else []) + data.evals
-        evaluated, runtime = runtime_model(baked, recipe.evaluation.runtime)
+        evaluated, runtime = runtime_model(baked, recipe.evaluation.runtime, ready.graphs)
         if runtime is not None:
             metrics["runtime"] = runtime
         metrics.update(evaluate_splits(evaluated, tokenizer, task, id_sets, data.challenges, recipe, run))
@@ -135,6 +138,15 @@ class TaskRun(RunKind):
             metrics["f_bias"] = f_bias_block(metrics, Path(recipe.dense_reference))
         return finish_run(Outcome(recipe, run, method, ready.source, model, baked, masks, tokenizer,
                                   metrics, started))
+
+
+def scored_graphs(recipe: Recipe, source: str, data: RunData) -> dict[str, GraphFile]:
+    """The ONNX graphs ``evaluation.runtime`` scores when ``source`` is an srnet export that ships
+    them and the run neither trains nor prunes it (:func:`srnet.export.onnx.shipped_graphs`);
+    otherwise none, and the graph is built in memory from the evaluated model."""
+    if data.train is not None or recipe.pruning.method != "dense":
+        return {}
+    return runtime_graphs(source, recipe.evaluation.runtime)
 
 
 def check_baked_model(masked, baked, tokenizer, probe: list[Example], max_length: int) -> None:

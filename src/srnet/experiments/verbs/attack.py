@@ -26,7 +26,7 @@ from srnet.evaluation.predict import predict_logits
 from srnet.experiments.run.data import data_base_dir
 from srnet.experiments.verbs.attack_examples import write_examples
 from srnet.experiments.verbs.split_predictions import find_split
-from srnet.export.onnx import require_onnx, runtime_model
+from srnet.export.onnx import require_onnx, runtime_graphs, runtime_model
 from srnet.io import atomic_write_json, atomic_write_jsonl, refuse_existing
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.rundir.layout import RunDir
@@ -88,10 +88,11 @@ def attack_run(
         refuse_existing(Path(out) / f"{attack}{suffix}", overwrite)
 
     source = str(run.model) if is_run else model
+    graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
     tokenizer = load_tokenizer(source)
     net = load_classifier(source, task.labels).to(default_device()).eval()
     attacker.prepare(net, tokenizer)
-    victim_model, runtime = runtime_model(net, recipe.evaluation.runtime)  # e.g. its INT8 graph
+    victim_model, runtime = runtime_model(net, recipe.evaluation.runtime, graphs)  # e.g. an INT8 graph
     space = label_space(task, spec)
     victim = Victim(
         victim_model, tokenizer, recipe.model.max_length, collapse=lambda p: space.collapse(p, task.labels)

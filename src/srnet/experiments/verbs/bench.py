@@ -35,6 +35,8 @@ class Candidate:
     model: nn.Module
     onnx: bool = True
     """Whether ``--onnx`` exports it too (sparse-CSR models cannot be exported)."""
+    export: Path | None = None
+    """The srnet export folder it was loaded from: ``--onnx`` times the graphs it ships."""
 
     @property
     def parameters(self) -> int:
@@ -50,7 +52,7 @@ def load_candidate(name: str) -> Candidate:
     run_model = RunDir(Path(name)).model
     source = run_model if run_model.is_dir() else Path(name)
     if (source / EXPORT_INFO_FILENAME).is_file():
-        return Candidate(name, load_model(source))
+        return Candidate(name, load_model(source), export=source)
     return Candidate(name, load_classifier(name).eval())
 
 
@@ -150,23 +152,26 @@ def load_average() -> float | None:
 
 
 def onnx_sessions(candidates: Sequence[Candidate],
-                  quantize: str | None = None) -> list[list[tuple[str, Any]]]:
-    """Per candidate, its (runtime, ONNX Runtime session) pairs at torch's thread count: the FP32
-    graph, checked against the PyTorch model's logits (:func:`srnet.export.onnx.check_onnx`), and
-    with ``quantize`` its INT8 graph (``onnxruntime-int8``); none for a candidate that cannot be
-    exported (``Candidate.onnx`` false)."""
-    from srnet.export.onnx import checked_graph
+                  quantize: str | None = None) -> list[list[tuple[str, Any, dict[str, Any]]]]:
+    """Per candidate, its (runtime, ONNX Runtime session, graph record) triples at torch's thread
+    count: the FP32 graph, checked against the PyTorch model's logits
+    (:func:`srnet.export.onnx.check_onnx`), and with ``quantize`` its INT8 graph
+    (``onnxruntime-int8``) -- the files an export candidate ships (SHA-256 checked:
+    :func:`srnet.export.onnx.shipped_graphs`), else built in memory; none for a candidate that
+    cannot be exported (``Candidate.onnx`` false)."""
+    from srnet.export.onnx import checked_graph, shipped_graphs
 
-    sessions: list[list[tuple[str, Any]]] = []
-    for c in candidates:
+    shipped = [shipped_graphs(c.export, quantize) if c.onnx else {} for c in candidates]  # all checked first
+    sessions: list[list[tuple[str, Any, dict[str, Any]]]] = []
+    for c, graphs in zip(candidates, shipped, strict=True):
         if not c.onnx:
             sessions.append([])
             continue
-        checked = checked_graph(c.model, quantize, torch.get_num_threads())
-        pairs = [("onnxruntime", checked.session)]
-        if checked.int8_session is not None:
-            pairs.append((f"onnxruntime-{quantize}", checked.int8_session))
-        sessions.append(pairs)
+        checked = checked_graph(c.model, quantize, torch.get_num_threads(), graphs)
+        triples = [("onnxruntime", checked.session, checked.graph.record())]
+        if checked.int8 is not None:
+            triples.append((f"onnxruntime-{quantize}", checked.int8_session, checked.int8.record()))
+        sessions.append(triples)
     return sessions
 
 
@@ -243,7 +248,7 @@ def run_bench(
             runs: list[tuple[Candidate, str, Callable[[], object]]] = []
             for i, c in enumerate(candidates):
                 runs.append((c, "torch", partial(c.model, **inputs)))
-                for runtime, session in sessions[i] if sessions is not None else []:
+                for runtime, session, _ in sessions[i] if sessions is not None else []:
                     from srnet.export.onnx import ort_feeds
 
                     feeds = ort_feeds(session, inputs)
@@ -268,6 +273,8 @@ def run_bench(
             "inter_op_threads": 1, "graph_optimization": "ORT_ENABLE_ALL", "spinning": False,
             "opset": OPSET, "exporter": "torch.onnx.export(dynamo=False)", "check_atol": ATOL,
             "quantize": quantize,
+            "graphs": [{"model": c.label, "runtime": runtime, **record} for c, triples
+                       in zip(candidates, sessions, strict=True) for runtime, _, record in triples],
         }
     return result
 
