@@ -180,7 +180,7 @@ def test_a_study_in_the_old_spelling_plans_the_same_stages_as_in_the_new():
     mask = next(j for j in new_jobs if j.name == "mask_poe50")
     assert mask.recipe["pruning"]["params"] == {"mask_lr": 1e-4, "train_classifier": False, "init": "hard",
                                                 "phi": 0.01, "alpha": 2.0, "rerank_every": 10,
-                                                "mask_reach": None}
+                                                "mask_reach": None, "importance_batches": 32}
 
 
 def test_recorded_configs_in_either_spelling():
