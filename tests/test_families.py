@@ -1,9 +1,11 @@
 """Issues 30 and 40: every model family prunes its whole encoder or is refused in one line before
 training.  Tiny random models of families outside BERT's names are masked in full: DeBERTa-v2
 (query_proj ...), DeBERTa-v3 (also its relative-position projections pos_key_proj/pos_query_proj),
-MPNet (attn.q ...) and XLM-R (BERT's names under another model_type); their exports reload with
-plain ``transformers`` and give the masked model's logits.  ALBERT (shared layers) and ModernBERT
-(fused Wqkv) are refused, where they once ran and reported 50% while masking only the classifier."""
+MPNet (attn.q ...), XLM-R (BERT's names under another model_type) and ALBERT (one layer shared
+across depth, masked and counted once); their exports reload with plain ``transformers`` and give
+the masked model's logits.  A layout srnet cannot cover (ModernBERT's fused Wqkv, an ALBERT group of
+two layers) is refused, where such models once ran and reported 50% while masking only the
+classifier."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ FAMILIES = {  # test id -> (model_type, config, encoder matrices)
     "deberta-v3": ("deberta-v2", DEBERTA_V3, 16),  # + the relative-position key and query
     "mpnet": ("mpnet", {}, 12),
     "xlm-roberta": ("xlm-roberta", {}, 12),
+    "albert": ("albert", {}, 6),  # one layer, shared by both
 }
 
 
@@ -74,8 +77,8 @@ def test_a_covered_family_masks_every_encoder_matrix_to_the_target_and_exports(t
 
 
 REFUSED = {  # a layout srnet cannot cover -> (model_type, config, roles, the one-line refusal)
-    "albert": ("albert", {}, list(ENCODER_ROLES),
-               r"this albert model cannot be masked in full: its matrices .* take no role"),
+    "albert-two-inner-layers": ("albert", {"inner_group_num": 2}, list(ENCODER_ROLES),
+                                r"this albert model cannot be masked in full: its matrices .* take no role"),
     "modernbert": ("modernbert", BERT_IDS, list(ENCODER_ROLES),
                    r"this modernbert model cannot be masked in full: its matrices .* take no role"),
 }

@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 import torch
 from torch import nn
@@ -30,21 +31,23 @@ ALL_ROLES = (*BLOCK_ROLES, "classifier", "embeddings")
 DEFAULT_ROLES = (*ENCODER_ROLES, "classifier")
 
 _LAYER = r"\.layer\.(?P<layer>\d+)\."
+_ALBERT = r"\.albert_layer_groups\.(?P<layer>\d+)\.albert_layers\.0\."  # a group's one shared layer
 # (role -> regexes on the module's qualified name); BERT, RoBERTa, XLM-R, CamemBERT and ELECTRA share
-# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...) and MPNet (attn.q...) have their own.
+# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...), MPNet (attn.q...) and ALBERT (one
+# layer per group, shared across depth) have their own.
 _ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
     "query": (_LAYER + r"attention\.self\.query(_proj)?$", _LAYER + r"attention\.q_lin$",
-              _LAYER + r"attention\.attn\.q$"),
+              _LAYER + r"attention\.attn\.q$", _ALBERT + r"attention\.query$"),
     "key": (_LAYER + r"attention\.self\.key(_proj)?$", _LAYER + r"attention\.k_lin$",
-            _LAYER + r"attention\.attn\.k$"),
+            _LAYER + r"attention\.attn\.k$", _ALBERT + r"attention\.key$"),
     "value": (_LAYER + r"attention\.self\.value(_proj)?$", _LAYER + r"attention\.v_lin$",
-              _LAYER + r"attention\.attn\.v$"),
+              _LAYER + r"attention\.attn\.v$", _ALBERT + r"attention\.value$"),
     "pos_key": (_LAYER + r"attention\.self\.pos_key_proj$",),
     "pos_query": (_LAYER + r"attention\.self\.pos_query_proj$",),
     "attn_out": (_LAYER + r"attention\.output\.dense$", _LAYER + r"attention\.out_lin$",
-                 _LAYER + r"attention\.attn\.o$"),
-    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$"),
-    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$"),
+                 _LAYER + r"attention\.attn\.o$", _ALBERT + r"attention\.dense$"),
+    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$", _ALBERT + r"ffn$"),
+    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$", _ALBERT + r"ffn_output$"),
     "classifier": (r"^classifier$", r"^classifier\.(dense|out_proj)$", r"^pre_classifier$"),
     "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
 }
@@ -150,7 +153,7 @@ def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = No
     compiled = re.compile(pattern) if pattern else None
     groups = []
     for layer, roles in sorted(layers.items()):
-        prefix = re.match(r"(.*\.layer\.\d+)\.", roles["query"].name).group(1)  # type: ignore[union-attr]
+        prefix = block_prefix([w.name for w in roles.values()])
         width = roles["query"].shape[0] // heads
         rows = [r for r in ("query", "key", "value", "pos_key", "pos_query") if r in roles]
         members = {
@@ -171,6 +174,12 @@ def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = No
 def with_family_roles(roles: Sequence[str]) -> tuple[str, ...]:
     """``roles`` and the family roles whose encoder roles they all name (:data:`FAMILY_ROLES`)."""
     return (*roles, *(r for r, parts in FAMILY_ROLES.items() if r not in roles and set(parts) <= set(roles)))
+
+
+def block_prefix(names: Sequence[str]) -> str:
+    """The module name of the block that holds the given matrices (their common dotted prefix)."""
+    levels = zip(*(name.split(".") for name in names), strict=False)
+    return ".".join(level[0] for level in takewhile(lambda level: len(set(level)) == 1, levels))
 
 
 def model_family(model: nn.Module) -> str:
@@ -246,7 +255,7 @@ def check_encoder_coverage(model: nn.Module, roles: Sequence[str]) -> None:
                     "role" if unknown else f"roles {missing} are missing in {prefix}")
             raise SrnetError(f"this {family} model cannot be masked in full: {what}; srnet masks the "
                              "encoders of BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, "
-                             "DeBERTa-v2/v3 and MPNet (refused before training, not masked in part)")
+                             "DeBERTa-v2/v3, MPNet and ALBERT (refused before training, not masked in part)")
 
 
 def classify_weight(qualified: str) -> tuple[str | None, int | None]:
