@@ -1,11 +1,10 @@
 """Issues 30 and 40: every model family prunes its whole encoder or is refused in one line before
 training.  Tiny random models of families outside BERT's names are masked in full: DeBERTa-v2
 (query_proj ...), DeBERTa-v3 (also its relative-position projections pos_key_proj/pos_query_proj),
-MPNet (attn.q ...), XLM-R (BERT's names under another model_type) and ALBERT (one layer shared
-across depth, masked and counted once); their exports reload with plain ``transformers`` and give
-the masked model's logits.  A layout srnet cannot cover (ModernBERT's fused Wqkv, an ALBERT group of
-two layers) is refused, where such models once ran and reported 50% while masking only the
-classifier."""
+MPNet (attn.q ...), XLM-R (BERT's names under another model_type), ALBERT (one layer shared across
+depth, masked and counted once) and ModernBERT (fused Wqkv, GLU Wi); their exports reload with
+plain ``transformers`` and give the masked model's logits.  A layout srnet cannot cover is refused,
+where such models once ran and reported 50% while masking only the classifier."""
 
 from __future__ import annotations
 
@@ -33,7 +32,9 @@ FAMILIES = {  # test id -> (model_type, config, encoder matrices)
     "mpnet": ("mpnet", {}, 12),
     "xlm-roberta": ("xlm-roberta", {}, 12),
     "albert": ("albert", {}, 6),  # one layer, shared by both
+    "modernbert": ("modernbert", BERT_IDS, 8),  # 2 layers x Wqkv, attention Wo, Wi, FFN Wo
 }
+STRUCTURED = [f for f in FAMILIES if f != "modernbert"]
 
 
 def encoder_matrices(model: nn.Module) -> list[str]:
@@ -79,8 +80,9 @@ def test_a_covered_family_masks_every_encoder_matrix_to_the_target_and_exports(t
 REFUSED = {  # a layout srnet cannot cover -> (model_type, config, roles, the one-line refusal)
     "albert-two-inner-layers": ("albert", {"inner_group_num": 2}, list(ENCODER_ROLES),
                                 r"this albert model cannot be masked in full: its matrices .* take no role"),
-    "modernbert": ("modernbert", BERT_IDS, list(ENCODER_ROLES),
-                   r"this modernbert model cannot be masked in full: its matrices .* take no role"),
+    "modernbert-query-alone": ("modernbert", BERT_IDS, ["query", "attn_out", "ffn_in", "ffn_out"],
+                               r"this modernbert model cannot be masked in full: roles \['query'\] are "
+                               r"missing in model\.layers\.0"),  # Wqkv is masked for query, key and value
 }
 
 
@@ -96,7 +98,7 @@ def test_a_layout_srnet_cannot_cover_is_refused_before_training(tmp_path, case):
     assert not (tmp_path / "runs" / "partial").exists()  # refused before the run folder
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("family", STRUCTURED)
 def test_a_covered_family_prunes_whole_heads_and_neurons_and_refuses_only_to_shrink(tmp_path, family):
     """Head/neuron masks need only the six encoder roles and a head count in the config, so the
     covered families prune structurally too (every layer loses half its heads and neurons; ALBERT's
@@ -120,3 +122,21 @@ def test_a_covered_family_prunes_whole_heads_and_neurons_and_refuses_only_to_shr
             api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "shrunk", shrink=True)
         assert not (tmp_path / "shrunk").exists()
 
+
+def test_a_fused_family_refuses_heads_neurons_and_shrinking_in_one_line(tmp_path):
+    """ModernBERT's fused Wqkv (and GLU Wi) keep a head's rows apart: head/neuron masks are refused
+    before the run folder, and so is shrinking its (unstructured) masks."""
+    model_dir = save_tiny_model(tmp_path / "model", "modernbert", **BERT_IDS)
+    recipe = tiny_recipe(tmp_path / "runs", model_dir, "hn",
+                         pruning={"method": "omp", "granularity": "head", "sparsity": 0.5})
+    with pytest.raises(SrnetError, match=r"structured masks \(heads, neurons\) are not supported for "
+                                         r"'modernbert' models: its fused Wqkv matrix") as info:
+        api.run(recipe)
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "runs" / "hn").exists()
+    recipe = tiny_recipe(tmp_path / "runs", model_dir, "omp", training={"mixed_precision": "no"},
+                         pruning={"method": "omp", "sparsity": 0.5})
+    run_dir = api.run(recipe).run_dir
+    with pytest.raises(SrnetError, match=r"cannot shrink a modernbert model: srnet has shrunk classes"):
+        api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "shrunk", shrink=True)
+    assert not (tmp_path / "shrunk").exists()

@@ -21,20 +21,24 @@ from torch.nn.utils import parametrize
 from srnet.errors import SrnetError
 
 ENCODER_ROLES = ("query", "key", "value", "attn_out", "ffn_in", "ffn_out")
-"""The roles every transformer block has."""
-FAMILY_ROLES = {"pos_key": ("key",), "pos_query": ("query",)}
+"""The roles every transformer block has (a fused role stands for some of them)."""
+FUSED_ROLES = {"qkv": ("query", "key", "value")}
+"""The encoder roles a fused matrix holds: ModernBERT's ``Wqkv`` (one mask over the whole fused
+matrix, so its sparsity is local to the fused matrix, not to each of Q, K and V)."""
+FAMILY_ROLES = {**FUSED_ROLES, "pos_key": ("key",), "pos_query": ("query",)}
 """Roles of some families only, each masked wherever all the encoder roles it stands for are asked
-for (so recipes name the six encoder roles): DeBERTa-v2/v3's relative-position key/query
-projections (``pos_key_proj``/``pos_query_proj``, ``share_att_key: false``)."""
+for (so recipes name the six encoder roles): the fused ``qkv`` and DeBERTa-v2/v3's relative-position
+key/query projections (``pos_key_proj``/``pos_query_proj``, ``share_att_key: false``)."""
 BLOCK_ROLES = (*ENCODER_ROLES, *FAMILY_ROLES)
 ALL_ROLES = (*BLOCK_ROLES, "classifier", "embeddings")
 DEFAULT_ROLES = (*ENCODER_ROLES, "classifier")
 
 _LAYER = r"\.layer\.(?P<layer>\d+)\."
 _ALBERT = r"\.albert_layer_groups\.(?P<layer>\d+)\.albert_layers\.0\."  # a group's one shared layer
+_MODERN = r"\.layers\.(?P<layer>\d+)\."
 # (role -> regexes on the module's qualified name); BERT, RoBERTa, XLM-R, CamemBERT and ELECTRA share
-# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...), MPNet (attn.q...) and ALBERT (one
-# layer per group, shared across depth) have their own.
+# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...), MPNet (attn.q...), ALBERT (one layer
+# per group, shared across depth) and ModernBERT (Wqkv...) have their own.
 _ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
     "query": (_LAYER + r"attention\.self\.query(_proj)?$", _LAYER + r"attention\.q_lin$",
               _LAYER + r"attention\.attn\.q$", _ALBERT + r"attention\.query$"),
@@ -42,12 +46,15 @@ _ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
             _LAYER + r"attention\.attn\.k$", _ALBERT + r"attention\.key$"),
     "value": (_LAYER + r"attention\.self\.value(_proj)?$", _LAYER + r"attention\.v_lin$",
               _LAYER + r"attention\.attn\.v$", _ALBERT + r"attention\.value$"),
+    "qkv": (_MODERN + r"attn\.Wqkv$",),
     "pos_key": (_LAYER + r"attention\.self\.pos_key_proj$",),
     "pos_query": (_LAYER + r"attention\.self\.pos_query_proj$",),
     "attn_out": (_LAYER + r"attention\.output\.dense$", _LAYER + r"attention\.out_lin$",
-                 _LAYER + r"attention\.attn\.o$", _ALBERT + r"attention\.dense$"),
-    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$", _ALBERT + r"ffn$"),
-    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$", _ALBERT + r"ffn_output$"),
+                 _LAYER + r"attention\.attn\.o$", _ALBERT + r"attention\.dense$", _MODERN + r"attn\.Wo$"),
+    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$", _ALBERT + r"ffn$",
+               _MODERN + r"mlp\.Wi$"),
+    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$", _ALBERT + r"ffn_output$",
+                _MODERN + r"mlp\.Wo$"),
     "classifier": (r"^classifier$", r"^classifier\.(dense|out_proj)$", r"^pre_classifier$"),
     "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
 }
@@ -145,6 +152,11 @@ def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = No
     for w in find_prunable(model, BLOCK_ROLES):
         layers[int(w.layer)][w.role] = w  # type: ignore[arg-type]
     for layer, roles in sorted(layers.items()):
+        fused = [roles[r].name for r in FUSED_ROLES if r in roles]
+        if fused:
+            raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
+                             f"its fused {fused[0].rsplit('.', 1)[-1]} matrix does not hold a head's rows "
+                             "together; use granularity 'unstructured'")
         missing = [r for r in ENCODER_ROLES if r not in roles]
         if missing:
             raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
@@ -234,9 +246,9 @@ def encoder_blocks(model: nn.Module) -> list[tuple[str, nn.Module]]:
 def check_encoder_coverage(model: nn.Module, roles: Sequence[str]) -> None:
     """Refuse, before any training, a model whose encoder srnet would mask only in part: every
     linear layer inside its transformer blocks must take an encoder role, and every encoder role
-    asked for must be found in every block (family roles are masked where found).  (A masked run of
-    an uncovered family would report its target sparsity while masking only what its names match,
-    e.g. its classifier.)"""
+    asked for must be found in every block (a fused matrix masked holds the roles it fuses; the
+    other family roles are masked where found).  (A masked run of an uncovered family would
+    report its target sparsity while masking only what its names match, e.g. its classifier.)"""
     wanted = [r for r in with_family_roles(roles) if r in BLOCK_ROLES]
     blocks = encoder_blocks(model)
     if not wanted:
@@ -249,13 +261,15 @@ def check_encoder_coverage(model: nn.Module, roles: Sequence[str]) -> None:
         linear = [f"{prefix}.{n}" for n, m in block.named_modules() if isinstance(m, nn.Linear)]
         unknown = [n for n in linear if classify_weight(n)[0] not in BLOCK_ROLES]
         found = {classify_weight(n)[0] for n in linear}
-        missing = [r for r in wanted if r in ENCODER_ROLES and r not in found]
+        held = found.union(*(FUSED_ROLES[r] for r in found & set(wanted) if r in FUSED_ROLES))
+        missing = [r for r in wanted if r in ENCODER_ROLES and r not in held]
         if unknown or missing:
             what = (f"its matrices {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} take no "
                     "role" if unknown else f"roles {missing} are missing in {prefix}")
             raise SrnetError(f"this {family} model cannot be masked in full: {what}; srnet masks the "
                              "encoders of BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, "
-                             "DeBERTa-v2/v3, MPNet and ALBERT (refused before training, not masked in part)")
+                             "DeBERTa-v2/v3, MPNet, ALBERT and ModernBERT (refused before training, not "
+                             "masked in part)")
 
 
 def classify_weight(qualified: str) -> tuple[str | None, int | None]:
