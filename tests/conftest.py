@@ -62,6 +62,7 @@ the families that spell or size it otherwise)."""
 TINY_SIZES = {
     "distilbert": dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64),
     "electra": {**BERT_SIZES, "embedding_size": 16},
+    "albert": {**BERT_SIZES, "embedding_size": 16},
 }
 _LAYERS = {"distilbert": "n_layers"}
 _HEADS = {"distilbert": "n_heads"}

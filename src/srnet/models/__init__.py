@@ -20,6 +20,7 @@ from srnet.models.loading import (
 )
 from srnet.models.structure import (
     ALL_ROLES,
+    BLOCK_ROLES,
     DEFAULT_ROLES,
     ENCODER_ROLES,
     GRANULARITIES,
@@ -37,6 +38,7 @@ from srnet.models.structure import (
 
 __all__ = [
     "ALL_ROLES",
+    "BLOCK_ROLES",
     "DEFAULT_MODEL",
     "DEFAULT_ROLES",
     "ENCODER_ROLES",

@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 import torch
 from torch import nn
@@ -20,23 +21,40 @@ from torch.nn.utils import parametrize
 from srnet.errors import SrnetError
 
 ENCODER_ROLES = ("query", "key", "value", "attn_out", "ffn_in", "ffn_out")
-ALL_ROLES = (*ENCODER_ROLES, "classifier", "embeddings")
+"""The roles every transformer block has (a fused role stands for some of them)."""
+FUSED_ROLES = {"qkv": ("query", "key", "value")}
+"""The encoder roles a fused matrix holds: ModernBERT's ``Wqkv`` (one mask over the whole fused
+matrix, so its sparsity is local to the fused matrix, not to each of Q, K and V)."""
+FAMILY_ROLES = {**FUSED_ROLES, "pos_key": ("key",), "pos_query": ("query",)}
+"""Roles of some families only, each masked wherever all the encoder roles it stands for are asked
+for (so recipes name the six encoder roles): the fused ``qkv`` and DeBERTa-v2/v3's relative-position
+key/query projections (``pos_key_proj``/``pos_query_proj``, ``share_att_key: false``)."""
+BLOCK_ROLES = (*ENCODER_ROLES, *FAMILY_ROLES)
+ALL_ROLES = (*BLOCK_ROLES, "classifier", "embeddings")
 DEFAULT_ROLES = (*ENCODER_ROLES, "classifier")
 
 _LAYER = r"\.layer\.(?P<layer>\d+)\."
+_ALBERT = r"\.albert_layer_groups\.(?P<layer>\d+)\.albert_layers\.0\."  # a group's one shared layer
+_MODERN = r"\.layers\.(?P<layer>\d+)\."
 # (role -> regexes on the module's qualified name); BERT, RoBERTa, XLM-R, CamemBERT and ELECTRA share
-# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...) and MPNet (attn.q...) have their own.
+# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...), MPNet (attn.q...), ALBERT (one layer
+# per group, shared across depth) and ModernBERT (Wqkv...) have their own.
 _ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
     "query": (_LAYER + r"attention\.self\.query(_proj)?$", _LAYER + r"attention\.q_lin$",
-              _LAYER + r"attention\.attn\.q$"),
+              _LAYER + r"attention\.attn\.q$", _ALBERT + r"attention\.query$"),
     "key": (_LAYER + r"attention\.self\.key(_proj)?$", _LAYER + r"attention\.k_lin$",
-            _LAYER + r"attention\.attn\.k$"),
+            _LAYER + r"attention\.attn\.k$", _ALBERT + r"attention\.key$"),
     "value": (_LAYER + r"attention\.self\.value(_proj)?$", _LAYER + r"attention\.v_lin$",
-              _LAYER + r"attention\.attn\.v$"),
+              _LAYER + r"attention\.attn\.v$", _ALBERT + r"attention\.value$"),
+    "qkv": (_MODERN + r"attn\.Wqkv$",),
+    "pos_key": (_LAYER + r"attention\.self\.pos_key_proj$",),
+    "pos_query": (_LAYER + r"attention\.self\.pos_query_proj$",),
     "attn_out": (_LAYER + r"attention\.output\.dense$", _LAYER + r"attention\.out_lin$",
-                 _LAYER + r"attention\.attn\.o$"),
-    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$"),
-    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$"),
+                 _LAYER + r"attention\.attn\.o$", _ALBERT + r"attention\.dense$", _MODERN + r"attn\.Wo$"),
+    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$", _ALBERT + r"ffn$",
+               _MODERN + r"mlp\.Wi$"),
+    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$", _ALBERT + r"ffn_output$",
+                _MODERN + r"mlp\.Wo$"),
     "classifier": (r"^classifier$", r"^classifier\.(dense|out_proj)$", r"^pre_classifier$"),
     "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
 }
@@ -124,16 +142,21 @@ def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = No
 
     Raises ``SrnetError`` for an architecture without group knowledge, naming the supported ones.
     """
-    family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+    family = model_family(model)
     config = getattr(model, "config", None)
     heads = next((getattr(config, key) for key in HEAD_COUNT_KEYS if getattr(config, key, None)), None)
     if heads is None:
         raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
                          f"no head count in its config ({' / '.join(HEAD_COUNT_KEYS)})")
     layers: dict[int, dict[str, PrunableWeight]] = defaultdict(dict)
-    for w in find_prunable(model, ENCODER_ROLES):
+    for w in find_prunable(model, BLOCK_ROLES):
         layers[int(w.layer)][w.role] = w  # type: ignore[arg-type]
     for layer, roles in sorted(layers.items()):
+        fused = [roles[r].name for r in FUSED_ROLES if r in roles]
+        if fused:
+            raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
+                             f"its fused {fused[0].rsplit('.', 1)[-1]} matrix does not hold a head's rows "
+                             "together; use granularity 'unstructured'")
         missing = [r for r in ENCODER_ROLES if r not in roles]
         if missing:
             raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
@@ -142,11 +165,11 @@ def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = No
     compiled = re.compile(pattern) if pattern else None
     groups = []
     for layer, roles in sorted(layers.items()):
-        prefix = re.match(r"(.*\.layer\.\d+)\.", roles["query"].name).group(1)  # type: ignore[union-attr]
+        prefix = block_prefix([w.name for w in roles.values()])
         width = roles["query"].shape[0] // heads
+        rows = [r for r in ("query", "key", "value", "pos_key", "pos_query") if r in roles]
         members = {
-            "head": (heads, [("query", 0, width), ("key", 0, width), ("value", 0, width),
-                             ("attn_out", 1, width)]),
+            "head": (heads, [*((r, 0, width) for r in rows), ("attn_out", 1, width)]),
             "neuron": (roles["ffn_in"].shape[0], [("ffn_in", 0, 1), ("ffn_out", 1, 1)]),
         }
         for kind in kinds:
@@ -158,6 +181,22 @@ def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = No
     if not groups:
         raise SrnetError(f"{'+'.join(kinds)} groups with pattern '{pattern}' select nothing in this model")
     return groups
+
+
+def with_family_roles(roles: Sequence[str]) -> tuple[str, ...]:
+    """``roles`` and the family roles whose encoder roles they all name (:data:`FAMILY_ROLES`)."""
+    return (*roles, *(r for r, parts in FAMILY_ROLES.items() if r not in roles and set(parts) <= set(roles)))
+
+
+def block_prefix(names: Sequence[str]) -> str:
+    """The module name of the block that holds the given matrices (their common dotted prefix)."""
+    levels = zip(*(name.split(".") for name in names), strict=False)
+    return ".".join(level[0] for level in takewhile(lambda level: len(set(level)) == 1, levels))
+
+
+def model_family(model: nn.Module) -> str:
+    """The model's ``model_type`` (its class name without a config)."""
+    return getattr(getattr(model, "config", None), "model_type", type(model).__name__)
 
 
 def find_prunable(
@@ -173,20 +212,20 @@ def find_prunable(
     if unknown:
         raise SrnetError(f"unknown role(s) {unknown}; known roles: {list(ALL_ROLES)}")
     compiled = re.compile(pattern) if pattern else None
+    selected = with_family_roles(roles)
     found: list[PrunableWeight] = []
     for qualified, module in model.named_modules():
         if not isinstance(module, nn.Linear | nn.Embedding):
             continue
         role, layer = classify_weight(qualified)
-        if role is None or role not in roles:
+        if role is None or role not in selected:
             continue
         if compiled is not None and not compiled.search(qualified):
             continue
         found.append(PrunableWeight(qualified, role, layer, module))
     if not found:
         what = f"roles {list(roles)}" + (f" and pattern '{pattern}'" if pattern else "")
-        family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
-        raise SrnetError(f"{what} select no weight in this {family} model")
+        raise SrnetError(f"{what} select no weight in this {model_family(model)} model")
     return found
 
 
@@ -207,28 +246,30 @@ def encoder_blocks(model: nn.Module) -> list[tuple[str, nn.Module]]:
 def check_encoder_coverage(model: nn.Module, roles: Sequence[str]) -> None:
     """Refuse, before any training, a model whose encoder srnet would mask only in part: every
     linear layer inside its transformer blocks must take an encoder role, and every encoder role
-    asked for must be found in every block.  (A masked run of an uncovered family would report its
-    target sparsity while masking only what BERT's names match: ALBERT and ModernBERT only the
-    classifier.)"""
-    wanted = [r for r in roles if r in ENCODER_ROLES]
+    asked for must be found in every block (a fused matrix masked holds the roles it fuses; the
+    other family roles are masked where found).  (A masked run of an uncovered family would
+    report its target sparsity while masking only what its names match, e.g. its classifier.)"""
+    wanted = [r for r in with_family_roles(roles) if r in BLOCK_ROLES]
     blocks = encoder_blocks(model)
     if not wanted:
         return
-    family = getattr(getattr(model, "config", None), "model_type", type(model).__name__)
+    family = model_family(model)
     if not blocks:
         raise SrnetError(f"this {family} model has no transformer blocks srnet can find (a ModuleList "
                          "of layers); its encoder cannot be masked")
     for prefix, block in blocks:
         linear = [f"{prefix}.{n}" for n, m in block.named_modules() if isinstance(m, nn.Linear)]
-        unknown = [n for n in linear if classify_weight(n)[0] not in ENCODER_ROLES]
+        unknown = [n for n in linear if classify_weight(n)[0] not in BLOCK_ROLES]
         found = {classify_weight(n)[0] for n in linear}
-        missing = [r for r in wanted if r not in found]
+        held = found.union(*(FUSED_ROLES[r] for r in found & set(wanted) if r in FUSED_ROLES))
+        missing = [r for r in wanted if r in ENCODER_ROLES and r not in held]
         if unknown or missing:
             what = (f"its matrices {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} take no "
                     "role" if unknown else f"roles {missing} are missing in {prefix}")
             raise SrnetError(f"this {family} model cannot be masked in full: {what}; srnet masks the "
                              "encoders of BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, "
-                             "DeBERTa-v2/v3 and MPNet (refused before training, not masked in part)")
+                             "DeBERTa-v2/v3, MPNet, ALBERT and ModernBERT (refused before training, not "
+                             "masked in part)")
 
 
 def classify_weight(qualified: str) -> tuple[str | None, int | None]:
