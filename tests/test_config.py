@@ -78,3 +78,62 @@ def test_keys_added_later_keep_older_fingerprints():
                                         "challenge": [{"path": "c.jsonl", "ids_file": "hard.jsonl"}]}})
     assert subset.semantic_dict()["data"]["challenge"][0]["ids_file"] == "hard.jsonl"
     assert subset.fingerprint() != plain.fingerprint()
+
+
+# --- loss and objective params: typed, checked at load, recorded as given -------------------------
+
+KD_TYPO = "objective:\n  name: kd\n  params: {pred_wieght: 0}\n"
+POE_TYPO = "loss:\n  name: poe\n  params: {anneal_mn: 0.5}\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (KD_TYPO, "objective.params: objective 'kd': unknown parameter 'pred_wieght' (known: task_weight, "
+              "pred_weight, temperature, hidden_weight, layers, distance)"),
+    (POE_TYPO, "loss.params: loss 'poe': unknown parameter 'anneal_mn' (known: anneal, anneal_min)"),
+    ("loss:\n  params: {anneal: true}\n", "loss.params: loss 'ce': unknown parameter 'anneal' (known: none)"),
+    ("objective:\n  name: freelb\n  params: 3\n", "objective.params: params of objective 'freelb' must be a "
+                                                   "mapping, got 3"),
+    ("loss:\n  name: focal\n", "loss.name: unknown loss 'focal'; known: ['ce', "),
+])
+def test_a_params_typo_is_one_line_naming_the_plugin_and_its_parameters(tmp_path, text, message):
+    with pytest.raises(SrnetError) as info:
+        load_recipe(write(tmp_path, text))
+    assert f"recipe.yaml: {message}" in str(info.value) and "\n" not in str(info.value)
+    assert "(got" not in str(info.value)  # the value is named once
+
+
+@pytest.mark.parametrize("text", [KD_TYPO, POE_TYPO])
+def test_srnet_run_refuses_a_params_typo_before_any_run_folder_exists(tmp_path, capsys, text):
+    from srnet.cli import main
+
+    runs = tmp_path / "runs"
+    assert main(["run", str(write(tmp_path, f"output_dir: {runs}\n{text}"))]) == 2
+    assert "unknown parameter" in capsys.readouterr().err and not runs.exists()
+
+
+def test_params_are_typed_but_recorded_and_fingerprinted_as_given(tmp_path):
+    from srnet.losses import AnnealParams, build_loss
+    from srnet.training.objectives.kd import KDParams
+
+    given = {"loss": {"name": "poe", "params": {"anneal": True, "anneal_min": 1}},
+             "objective": {"name": "kd", "params": {"temperature": 3, "pred_weight": 0}}}
+    recipe = load_recipe(write(tmp_path, dump_recipe(load_recipe(None, []))), [
+        "loss.name=poe", "loss.params.anneal=true", "loss.params.anneal_min=1",
+        "objective.name=kd", "objective.params.temperature=3", "objective.params.pred_weight=0"])
+    assert isinstance(recipe.loss.params, AnnealParams) and recipe.loss.params.anneal_min == 1.0
+    assert isinstance(recipe.objective.params, KDParams) and recipe.objective.params.task_weight == 1.0
+    assert build_loss("poe", recipe.loss.params).params is recipe.loss.params  # validated once
+    dumped = recipe.model_dump(mode="json")
+    assert {k: dumped[k]["params"] for k in given} == {k: v["params"] for k, v in given.items()}
+    assert recipe.fingerprint() == "63eb51b90547df8d"  # what it was while params were free dicts
+    again = load_recipe(write(tmp_path, dump_recipe(recipe)))
+    assert again == recipe and again.fingerprint() == recipe.fingerprint()
+
+
+def test_sweep_grid_keys_of_params_are_those_of_registered_plugins():
+    from srnet.config import LossConfig, ObjectiveConfig
+
+    assert ObjectiveConfig.known_key(["params", "pred_weight"]) and ObjectiveConfig.known_key(["params"])
+    assert not ObjectiveConfig.known_key(["params", "pred_wieght"])
+    assert LossConfig.known_key(["params", "anneal"]) and LossConfig.known_key(["inputs", "example_weights"])
+    assert not LossConfig.known_key(["teacher", "x"]) and not LossConfig.known_key(["nope"])

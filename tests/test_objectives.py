@@ -53,7 +53,8 @@ def test_registry_names_and_bad_input():
         with pytest.raises(SrnetError, match=field) as err:
             build_objective("freelb", params)
         assert "\n" not in str(err.value)
-    with pytest.raises(SrnetError, match=r"recipe: objective: objective 'freelb': parameter 'steps' = 0"):
+    message = r"recipe: objective.params: objective 'freelb': parameter 'steps' = 0"
+    with pytest.raises(SrnetError, match=message):
         recipe_from_dict({"objective": {"name": "freelb", "params": {"steps": 0}}})
 
 

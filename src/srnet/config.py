@@ -9,11 +9,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializeAsAny,
+    ValidationError,
+    ValidationInfo,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from srnet.bias.model import BiasConfig
 from srnet.compat import RECIPE_KEYS_ADDED_LATER, SPLIT_KEYS_ADDED_LATER, drop_defaults
@@ -23,10 +37,11 @@ from srnet.loss_inputs import BUILT_IN_SOURCES, check_plugin_sources
 from srnet.losses import LOSSES
 from srnet.plugins import load_entry_points, load_plugins, missing_plugins
 from srnet.pruning.config import DENSE, PruningConfig
+from srnet.registry import Registry
 from srnet.tasks.registry import TASKS
 from srnet.tasks.spec import DataSpec
 from srnet.training.config import TrainingConfig
-from srnet.training.objectives import OBJECTIVES, build_objective, text_objectives
+from srnet.training.objectives import OBJECTIVES, text_objectives
 
 
 class _Strict(BaseModel):
@@ -64,9 +79,78 @@ class DataConfig(_Strict):
     )
 
 
-class LossConfig(_Strict):
+@contextmanager
+def _as_value_error() -> Iterator[None]:
+    """An ``SrnetError`` of the block as the ``ValueError`` a pydantic validator reports."""
+    try:
+        yield
+    except SrnetError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class _PluginSection(_Strict):
+    """A section that names a registered plug-in (a loss, an objective) and its ``params``: the
+    params are validated into the plug-in's ``params_model`` when the recipe loads, and dumped (so
+    recorded and fingerprinted) exactly as the recipe gave them."""
+
+    registry: ClassVar[Registry[Any]]
+    _given: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @field_validator("name", check_fields=False)
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        with _as_value_error():
+            cls.registry.get(name)  # one line naming the known ones
+        return name
+
+    @field_validator("params", mode="before", check_fields=False)
+    @classmethod
+    def _typed(cls, value: Any, info: ValidationInfo) -> Any:
+        """``params`` validated by the plug-in's model; one line naming the plug-in and its
+        parameters."""
+        name = info.data.get("name")
+        if name is None:
+            return value  # the name's own error is the one to report
+        if not isinstance(value, dict | BaseModel):
+            raise ValueError(f"params of {cls.registry.kind} '{name}' must be a mapping, got {value!r}")
+        with _as_value_error():
+            return cls.registry.params(name, value)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_given(cls, data: Any, handler: ModelWrapValidatorHandler[_PluginSection]) -> _PluginSection:
+        section = handler(data)
+        given = data.get("params") if isinstance(data, dict) else None
+        if given is not None:
+            section._given = given.model_dump(mode="json", exclude_unset=True) \
+                if isinstance(given, BaseModel) else dict(given)
+        return section
+
+    @field_serializer("params", check_fields=False)
+    def _as_given(self, params: BaseModel) -> dict[str, Any]:
+        return self._given
+
+    @classmethod
+    def known_key(cls, parts: list[str]) -> bool:
+        """Whether dotted key ``parts`` (below the section) can be set, e.g. by a sweep's grid:
+        ``params.<a parameter of some registered plug-in>``, a field, or a key of a mapping field."""
+        head, rest = parts[0], parts[1:]
+        if head == "params":
+            return not rest or (len(rest) == 1 and cls.registry.has_param(rest[0]))
+        field = cls.model_fields.get(head)
+        return field is not None and (not rest or (len(rest) == 1 and get_origin(field.annotation) is dict))
+
+
+class LossConfig(_PluginSection):
+    registry = LOSSES
+
     name: str = Field("ce", description=f"loss registry name: {LOSSES.listing()}")
-    params: dict[str, Any] = Field(default_factory=dict, description="loss parameters")
+    params: SerializeAsAny[BaseModel] = Field(
+        default_factory=dict,  # type: ignore[arg-type]  (validated into the loss's params model)
+        validate_default=True,
+        description="the loss's own parameters, validated by its params model "
+        "(srnet.losses.LOSSES.get(name).params_model); an unknown key is an error naming them",
+    )
     bias_predictions: str | None = Field(
         None, description="bias-prediction file of the training split (default <bias_dir>/train.jsonl)"
     )
@@ -81,13 +165,10 @@ class LossConfig(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> LossConfig:
-        """The loss, its params and its inputs' sources, checked when the recipe loads (a sweep:
-        when it is planned), not when a late stage starts."""
-        try:
-            LOSSES.params(self.name, self.params)
+        """The inputs' sources, checked when the recipe loads (a sweep: when it is planned), not
+        when a late stage starts."""
+        with _as_value_error():
             check_plugin_sources(self.inputs, BUILT_IN_SOURCES, self.spell)
-        except SrnetError as exc:
-            raise ValueError(str(exc)) from None
         return self
 
     def input_files(self, bias_dir: str | None = None) -> dict[str, str | None]:
@@ -112,23 +193,21 @@ def _objectives_by_use() -> dict[str, list[str]]:
     return {"labelled tasks": [n for n in OBJECTIVES.names() if n not in text], "task text": text}
 
 
-class ObjectiveConfig(_Strict):
+class ObjectiveConfig(_PluginSection):
+    registry = OBJECTIVES
+
     name: str = Field(
         "standard",
         description="training objective registry name: "
         + "; ".join(f"{', '.join(names)} ({use})" for use, names in _objectives_by_use().items()),
     )
-    params: dict[str, Any] = Field(
-        default_factory=dict, description="objective parameters, e.g. freelb {steps: 3, step_size: 0.03}"
+    params: SerializeAsAny[BaseModel] = Field(
+        default_factory=dict,  # type: ignore[arg-type]  (validated into the objective's params model)
+        validate_default=True,
+        description="the objective's own parameters, validated by its params model "
+        "(e.g. freelb {steps: 3, step_size: 0.03}); an unknown key is an error naming them",
     )
 
-    @model_validator(mode="after")
-    def _check(self) -> ObjectiveConfig:
-        try:
-            build_objective(self.name, self.params)
-        except SrnetError as exc:
-            raise ValueError(str(exc)) from None
-        return self
 
 class EvaluationConfig(_Strict):
     easy_hard: bool = Field(
@@ -350,6 +429,7 @@ def validation_line(source: str, exc: ValidationError) -> str:
         err["type"] in ("extra_forbidden", "missing")
         or isinstance(value, dict)
         or any(text in msg for text in (f"got {value!r}", f"got {value}"))  # already named
+        or (isinstance(value, str) and repr(value) in msg)  # e.g. unknown loss 'nope'
     )
     shown = "" if quiet else f" (got {value!r})"
     more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""

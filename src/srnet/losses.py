@@ -94,8 +94,9 @@ register_loss = LOSSES.register
 """Class decorator that registers a loss under a unique name."""
 
 
-def build_loss(name: str, params: Mapping[str, Any] | None = None) -> Loss:
-    """The loss ``name`` with validated ``params``; SrnetError for an unknown name or parameter."""
+def build_loss(name: str, params: Mapping[str, Any] | BaseModel | None = None) -> Loss:
+    """The loss ``name`` with validated ``params`` (an instance of its params model, e.g. a recipe's, as
+    it is); SrnetError for an unknown name or parameter."""
     return LOSSES.get(name)(LOSSES.params(name, params))
 
 

@@ -79,13 +79,20 @@ class Registry(Mapping[str, T], Generic[T]):
         doc = self.get(name).__doc__ or ""
         return doc.strip().splitlines()[0] if doc.strip() else ""
 
-    def params(self, name: str, values: Mapping[str, Any] | None) -> BaseModel:
-        """``values`` validated by the class's ``params_model``; one-line SrnetError otherwise."""
+    def params(self, name: str, values: Mapping[str, Any] | BaseModel | None) -> BaseModel:
+        """``values`` validated by the class's ``params_model`` (an instance of it as it is);
+        one-line SrnetError otherwise."""
         model: type[BaseModel] = self.get(name).params_model
+        if isinstance(values, model):
+            return values
         try:
             return model.model_validate(dict(values or {}))
         except ValidationError as exc:
             raise SrnetError(describe_error(f"{self.kind} '{name}'", model, exc)) from None
+
+    def has_param(self, key: str) -> bool:
+        """Whether ``key`` is a parameter of some registered class (a field of its ``params_model``)."""
+        return any(key in item.params_model.model_fields for item in self._items.values())
 
     def __getitem__(self, name: str) -> T:
         return self._items[name]

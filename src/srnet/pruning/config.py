@@ -213,8 +213,7 @@ class PruningConfig(BaseModel):
         shared field, ``params.<a parameter of some registered method>``, or an old flat key."""
         head, rest = parts[0], parts[1:]
         if head == "params":
-            return not rest or (len(rest) == 1 and any(
-                rest[0] in METHODS.get(name).params_model.model_fields for name in METHODS))
+            return not rest or (len(rest) == 1 and METHODS.has_param(rest[0]))
         if head in LEGACY_LAYOUT:
             return legacy_pruning_key(parts)
         if head not in cls.model_fields or not rest:

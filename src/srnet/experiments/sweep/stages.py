@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -331,6 +331,9 @@ class BenchParams(NoParams):
     models: list[str] = Field(
         min_length=1, description="models to time, the baseline first: run folders, exports or "
         "'@stage' references (a stage of several grid points stands for all its outputs)")
+    omp: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
+        [], description="also time OMP of the first model at these sparsities: head+neuron masks "
+        "shrunk, and unstructured masks in dense weights")
     batch_sizes: list[int] = Field([1, 32], min_length=1, description="batch sizes")
     lengths: list[int] = Field([64, 128], min_length=1, description="sequence lengths (tokens)")
     rounds: int = Field(10, ge=1, description="timed rounds (the median is reported)")
@@ -340,7 +343,7 @@ class BenchParams(NoParams):
     quantize: Literal["int8"] | None = Field(
         None, description="with onnx: also time each model's dynamic INT8 ONNX graph")
 
-    added_later: ClassVar[dict[str, Any]] = {"quantize": None}
+    added_later: ClassVar[dict[str, Any]] = {"quantize": None, "omp": []}
 
 
 @register_stage("bench")
@@ -360,6 +363,5 @@ class BenchStage(Stage):
     def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
         from srnet.experiments.verbs.bench import bench
 
-        bench(params.models, batch_sizes=params.batch_sizes, lengths=params.lengths, rounds=params.rounds,
-              warmup=params.warmup, threads=params.threads, onnx=params.onnx, quantize=params.quantize,
-              out=self.output(folder, params), overwrite=True)  # the stage's own file
+        settings = params.model_dump(exclude={"models"})  # each field is the verb's keyword
+        bench(params.models, **settings, out=self.output(folder, params), overwrite=True)  # its own file

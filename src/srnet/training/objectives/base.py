@@ -75,8 +75,9 @@ register_objective = OBJECTIVES.register
 available_objectives = OBJECTIVES.names
 
 
-def build_objective(name: str, params: Mapping[str, Any] | None = None) -> Objective:
-    """The objective ``name`` with validated ``params``; SrnetError for an unknown name or value."""
+def build_objective(name: str, params: Mapping[str, Any] | BaseModel | None = None) -> Objective:
+    """The objective ``name`` with validated ``params`` (an instance of its params model, e.g. a
+    recipe's, as it is); SrnetError for an unknown name or value."""
     return OBJECTIVES.get(name)(OBJECTIVES.params(name, params))
 
 
