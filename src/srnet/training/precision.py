@@ -20,18 +20,21 @@ from srnet.errors import SrnetError
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 
 
-@cache
-def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether this CPU advertises native bf16 arithmetic (Linux ``/proc/cpuinfo`` flags)."""
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU feature flags Linux lists in ``/proc/cpuinfo`` (``flags``, or ARM's ``Features``);
+    empty where the file is absent."""
     try:
         text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features") and CPU_BF16_FLAGS & set(value.split()):
-            return True
-    return False
+        return frozenset()
+    return frozenset(flag for line in text.splitlines() for key, _, value in [line.partition(":")]
+                     if key.strip() in ("flags", "Features") for flag in value.split())
+
+
+@cache
+def cpu_has_native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU advertises native bf16 arithmetic (Linux ``/proc/cpuinfo`` flags)."""
+    return bool(CPU_BF16_FLAGS & cpu_flags(cpuinfo))
 
 
 def native_bf16() -> bool:

@@ -309,11 +309,9 @@ in words: without VNNI they multiply through 16-bit intermediates and gain littl
 
 def cpu_int8_features() -> dict[str, Any]:
     """Which of :data:`INT8_FLAGS` this CPU has, and the fastest path, in words."""
-    try:
-        flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("flags")), [])
-    except OSError:
-        flags = []
+    from srnet.training.precision import cpu_flags
+
+    flags = cpu_flags()
     have = [flag for flag in INT8_FLAGS if flag in flags]
     return {"flags": have, "best": INT8_FLAGS[have[-1]] if have else "unknown (no /proc/cpuinfo flags)"}
 
