@@ -166,17 +166,15 @@ class SrnetTrainer(Trainer):
     def _regroup_masks(self) -> None:
         """Move the mask parameters out of the Trainer's weight groups into one group at the
         method's ``mask_lr`` (no weight decay)."""
-        groups = [g for g in self.method.param_groups(self.model, self.args.learning_rate)
-                  if g.get("name") == "mask"]
-        if not groups:
+        mask_group = self.method.mask_group()
+        if mask_group is None:
             return
-        masks = {id(p) for p in groups[0]["params"]}
+        masks = {id(p) for p in mask_group["params"]}
         optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
         for group in optimizer.param_groups:
             group["params"] = [p for p in group["params"] if id(p) not in masks]
         optimizer.param_groups[:] = [g for g in optimizer.param_groups if g["params"]]
-        optimizer.add_param_group({"params": groups[0]["params"], "lr": self.method.mask_lr,
-                                   "weight_decay": 0.0})
+        optimizer.add_param_group(mask_group)
 
     # ------------------------------------------------------------------ the step
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
