@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from srnet.errors import SrnetError
+from srnet.experiments.verbs.config import BenchConfig
 
 
 @dataclass(frozen=True)
@@ -176,39 +177,28 @@ def onnx_sessions(candidates: Sequence[Candidate],
 
 
 def bench(
-    models: Sequence[str],
-    *,
-    omp: Sequence[float] = (),
-    batch_sizes: Sequence[int] = (1, 32),
-    lengths: Sequence[int] = (64, 128),
-    rounds: int = 10,
-    warmup: int = 2,
-    threads: int | None = None,
-    onnx: bool = False,
-    quantize: str | None = None,
-    out: str | Path | None = None,
-    overwrite: bool = False,
+    models: Sequence[str], config: BenchConfig, *, out: str | Path | None = None, overwrite: bool
 ) -> dict[str, Any]:
     """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
-    load ``models`` (the first is the baseline), add OMP variants of the first at ``omp``
-    sparsities, time them all under :func:`run_bench` with ``threads`` torch threads (restored
-    afterwards: a sweep worker runs further stages) and write the result to ``out`` when given
-    (checked first: an existing file is replaced only with ``overwrite``)."""
-    from srnet.export.onnx import check_quantize, require_onnx
+    load ``models`` (the first is the baseline), add OMP variants of the first at ``config.omp``
+    sparsities, time them all under :func:`run_bench` with ``config.threads`` torch threads
+    (restored afterwards: a sweep worker runs further stages) and write the result to ``out`` when
+    given (checked first: an existing file is replaced only with ``overwrite``)."""
+    from srnet.export.onnx import require_onnx
     from srnet.io import atomic_write_json, check_new_file
 
     if out is not None:
         check_new_file(out, overwrite, "--out")
-    check_quantize(quantize, onnx)
-    if onnx:
+    if config.onnx:
         require_onnx()  # before any model is loaded
     before = torch.get_num_threads()
     try:
-        if threads:
-            torch.set_num_threads(threads)
+        if config.threads:
+            torch.set_num_threads(config.threads)
         candidates = [load_candidate(name) for name in models]
-        candidates += omp_variants(candidates[0], omp)
-        result = run_bench(candidates, batch_sizes, lengths, rounds, warmup, onnx=onnx, quantize=quantize)
+        candidates += omp_variants(candidates[0], config.omp)
+        result = run_bench(candidates, config.batch_sizes, config.lengths, config.rounds, config.warmup,
+                           onnx=config.onnx, quantize=config.quantize)
     finally:
         torch.set_num_threads(before)
     if out is not None:
