@@ -14,7 +14,21 @@ from srnet.errors import SrnetError
 from srnet.experiments.sweep.plan import key_params
 from srnet.experiments.sweep.stages import get_stage
 from srnet.experiments.verbs import config as verb_config
-from srnet.experiments.verbs.config import VERB_CONFIGS, AttackConfig, AttackSettings, BenchConfig
+from srnet.experiments.verbs.config import (
+    AttackConfig,
+    AttackSettings,
+    BenchConfig,
+    DifficultyConfig,
+    ExportConfig,
+    PredictConfig,
+    ReportConfig,
+    TransferConfig,
+)
+
+VERB_CONFIGS = {"attack": AttackConfig, "bench": BenchConfig, "export": ExportConfig,
+                "predict": PredictConfig, "transfer": TransferConfig, "report": ReportConfig,
+                "bias difficulty": DifficultyConfig}
+"""Each command -> its settings (``srnet bias fit`` has none: a recipe and a folder)."""
 
 API = {"attack": api.attack, "bench": api.bench, "export": api.export_masked, "predict": api.predict,
        "transfer": api.transfer, "report": api.report, "bias difficulty": api.difficulty}

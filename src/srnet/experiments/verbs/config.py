@@ -186,8 +186,3 @@ class ReportConfig(VerbConfig):
     figures: bool = Field(True, description="figures beside report.md (--no-figures: "
                           "report.md with tables only)")
 
-
-VERB_CONFIGS: dict[str, type[VerbConfig]] = {
-    "attack": AttackConfig, "bench": BenchConfig, "export": ExportConfig, "predict": PredictConfig,
-    "transfer": TransferConfig, "report": ReportConfig, "bias difficulty": DifficultyConfig}
-"""Each command -> its settings (``srnet bias fit`` has none: a recipe and a folder)."""
