@@ -157,8 +157,9 @@ class BenchConfig(VerbConfig):
         default_factory=list, json_schema_extra={"metavar": "SPARSITY"},
         description="also time OMP of the first model at these sparsities: head+neuron masks shrunk, "
         "and unstructured masks in dense weights")
-    batch_sizes: list[int] = Field([1, 32], min_length=1, description="batch sizes")
-    lengths: list[int] = Field([64, 128], min_length=1, description="sequence lengths (tokens)")
+    batch_sizes: list[Annotated[int, Field(ge=1)]] = Field([1, 32], min_length=1, description="batch sizes")
+    lengths: list[Annotated[int, Field(ge=2)]] = Field([64, 128], min_length=1,
+                                                       description="sequence lengths (tokens)")
     rounds: int = Field(10, ge=1, description="timed rounds (median reported)")
     warmup: int = Field(2, ge=0, description="untimed rounds first")
     threads: int | None = Field(None, ge=1, description="torch (and ONNX Runtime) threads (default: "
