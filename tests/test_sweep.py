@@ -240,6 +240,8 @@ def test_failing_stage_skips_its_dependants_and_resume_refuses_a_changed_sweep(
     assert "1 ran, 1 failed, 1 skipped" in captured.out
     assert main(["sweep", str(path)]) == 2
     assert "pass --resume" in capsys.readouterr().err
+    with pytest.raises(SrnetError, match="pass resume=True to continue it"):
+        api.sweep(path)
     assert main(["sweep", str(path), "--resume", "--set", "base.training.lr=0.5"]) == 2
     assert "'base.training.lr' differs" in capsys.readouterr().err
 
