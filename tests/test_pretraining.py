@@ -14,6 +14,7 @@ from srnet.errors import SrnetError
 from srnet.models import default_model_path, find_prunable, load_masked_lm
 from srnet.pruning import PruningConfig, build_method
 from srnet.sparsity import original_weight
+from srnet.training.loop import optimizer_groups
 from srnet.training.objectives import build_objective, train_step
 from srnet.training.objectives.pretraining import (
     IGNORE,
@@ -89,7 +90,7 @@ def test_mlm_step_trains_a_fresh_head_and_the_scores_only(tokenizer):
     head = head_parameters(model)
     assert head and all(p.requires_grad for p in head)
     assert not model.bert.embeddings.word_embeddings.weight.requires_grad  # tied decoder stays frozen
-    params = [p for g in method.param_groups(model, 1e-3) for p in g["params"]]  # scores + head
+    params = [p for g in optimizer_groups(method, model, 1e-3) for p in g["params"]]  # scores + head
     assert {id(p) for p in head} <= {id(p) for p in params}
     optimizer = torch.optim.AdamW(params, lr=1e-2)
     before = [p.detach().clone() for p in head]
@@ -150,7 +151,7 @@ def test_embedding_masks_train_with_mlm_plus_distill(tokenizer):
     objective = build_objective("mlm+distill", {"layers": [3]})
     objective.trains_head(fresh=True)
     objective.setup(model, tokenizer)
-    groups = method.param_groups(model, 1e-3)
+    groups = optimizer_groups(method, model, 1e-3)
     optimizer = torch.optim.AdamW([p for g in groups for p in g["params"]], lr=1e-2)
     scores = embedding.parametrizations.weight[0].scores
     before = scores.detach().clone()

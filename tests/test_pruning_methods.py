@@ -27,6 +27,7 @@ from srnet.pruning import (
 )
 from srnet.sparsity import original_weight
 from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
+from srnet.training.loop import optimizer_groups
 from srnet.training.objectives import build_objective, train_step
 
 VOCAB = 50
@@ -75,16 +76,21 @@ def make_method(name: str, seed: int = 0, params: dict | None = None, **fields) 
     return build_method(cfg, seed)
 
 
+def group_names(groups: list[dict]) -> list[str]:
+    """The optimizer groups' names in order, each once (weights come as decay and no-decay groups)."""
+    return list(dict.fromkeys(g["name"] for g in groups))
+
+
 def train(model, method: PruningMethod, steps: int = STEPS, lr: float = 1e-3) -> list[bool]:
     """The training-loop protocol (the trainer's train_step); returns what on_step answered."""
     model.train()
-    optimizer = torch.optim.AdamW(method.param_groups(model, lr))
+    optimizer = torch.optim.AdamW(optimizer_groups(method, model, lr))
     rewound = []
     for step in range(1, steps + 1):
         train_step(model, make_batch(step), STANDARD, CE, optimizer, penalty=method.penalty)
         rewound.append(method.on_step(step))
         if rewound[-1]:
-            optimizer = torch.optim.AdamW(method.param_groups(model, lr))
+            optimizer = torch.optim.AdamW(optimizer_groups(method, model, lr))
     return rewound
 
 
@@ -135,7 +141,7 @@ def test_dense_masks_nothing_and_trains_every_weight():
     model, method = run("dense")
     assert method.masks() == {} and method.sparsity_report()["overall"] == 0.0
     assert all(p.requires_grad for p in model.parameters())
-    assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["weights"]
+    assert group_names(optimizer_groups(method, model, 1e-3)) == ["weights"]
     assert tiny_model().state_dict().keys() == model.state_dict().keys()  # no parametrization
     assert not torch.equal(tiny_model().classifier.weight, model.classifier.weight)  # it trained
     with pytest.raises(SrnetError, match=r"unknown pruning method 'snip'; known: .*omp"):
@@ -190,7 +196,7 @@ def test_mask_training_keeps_weights_and_changes_masks():
     method = make_method("mask_train", params={"init": "soft", "rerank_every": 2})
     method.prepare(model, STEPS)
     initial_masks = method.masks()
-    groups = method.param_groups(model, 1e-3)
+    groups = optimizer_groups(method, model, 1e-3)
     assert [g["name"] for g in groups] == ["mask"]
     assert groups[0]["lr"] == 0.05 and groups[0]["weight_decay"] == 0.0
     train(model, method)
@@ -234,7 +240,8 @@ def test_mask_training_can_train_the_classifier():
     model = tiny_model()
     method = make_method("mask_train", params={"train_classifier": True})
     method.prepare(model, STEPS)
-    weights = method.param_groups(model, 1e-3)[1]["params"]
+    groups = optimizer_groups(method, model, 1e-3)
+    weights = [p for g in groups if g["name"] == "weights" for p in g["params"]]
     head = find_prunable(model, ("classifier",))[0].module
     assert {id(p) for p in weights} == {id(original_weight(head)), id(head.bias)}
 
@@ -258,8 +265,8 @@ def test_imp_prunes_on_schedule_and_rewinds():
     imp = {"prune_fraction": 0.25, "every": 0.2, "rewind": True}
     method = build_method(PruningConfig(method="imp", sparsity=0.6, params=imp))
     method.prepare(model, 10)  # events every 2 steps: 0.25, 0.5, 0.6 at steps 2, 4, 6
-    assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["weights"]
-    optimizer = torch.optim.AdamW(method.param_groups(model, 1e-2))
+    assert group_names(optimizer_groups(method, model, 1e-3)) == ["weights"]
+    optimizer = torch.optim.AdamW(optimizer_groups(method, model, 1e-2))
     levels, rewound = [], []
     for step in range(1, 11):
         model(**make_batch(step)).loss.backward()
@@ -267,7 +274,7 @@ def test_imp_prunes_on_schedule_and_rewinds():
         optimizer.zero_grad()
         rewound.append(method.on_step(step))
         if rewound[-1]:
-            optimizer = torch.optim.AdamW(method.param_groups(model, 1e-2))
+            optimizer = torch.optim.AdamW(optimizer_groups(method, model, 1e-2))
             for t in method.targets:  # survivors are back at their initial values
                 assert torch.equal(original_weight(t.module), initial[f"{t.name}.weight"])
             head = find_prunable(model, ("classifier",))[0].module
@@ -328,7 +335,7 @@ def test_l0_can_train_weights():
     model = tiny_model()
     method = make_method("l0", params={"train_weights": True})
     method.prepare(model, STEPS)
-    assert [g["name"] for g in method.param_groups(model, 1e-3)] == ["mask", "weights"]
+    assert group_names(optimizer_groups(method, model, 1e-3)) == ["mask", "weights"]
 
 
 def test_fixed_mask_file_round_trip(tmp_path):
@@ -445,7 +452,7 @@ def test_resume_from_state_dicts(name):
 
 def train_from(model, method: PruningMethod, step: int) -> None:
     """One more step with a fresh optimizer (its state is not part of this test)."""
-    optimizer = torch.optim.AdamW(method.param_groups(model, 1e-3))
+    optimizer = torch.optim.AdamW(optimizer_groups(method, model, 1e-3))
     model.train()
     train_step(model, make_batch(step), STANDARD, CE, optimizer, penalty=method.penalty)
     method.on_step(step)

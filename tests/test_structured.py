@@ -18,6 +18,7 @@ from srnet.export import EXPORT_INFO_FILENAME, shrink_model
 from srnet.models import find_groups
 from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
+from srnet.training.loop import optimizer_groups
 
 FAMILIES = ["bert", "roberta", "distilbert"]
 
@@ -93,7 +94,7 @@ def test_mask_training_learns_group_gates(tiny_model_dirs):
     method.prepare(model, 4)
     before = {k: v.clone() for k, v in method.masks().items()}
     assert all(m.all() for m in before.values())  # the cubic schedule starts dense
-    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.params.mask_lr)
+    optimizer = torch.optim.SGD(optimizer_groups(method, model, 0.0), lr=cfg.params.mask_lr)
     for step in range(1, 5):
         model(**batch(step), labels=torch.tensor([0, 1, 2])).loss.backward()
         assert all(g.scores.grad is not None and g.scores.grad.shape == g.scores.shape
@@ -113,7 +114,7 @@ def _train_l0(model, granularity: str, steps: int, scope: str = "local", **l0):
                         params={"mask_lr": 0.5, "lambda_": 1.0, **l0})
     method = build_method(cfg)
     method.prepare(model, steps)
-    optimizer = torch.optim.SGD(method.param_groups(model, 0.0), lr=cfg.params.mask_lr)
+    optimizer = torch.optim.SGD(optimizer_groups(method, model, 0.0), lr=cfg.params.mask_lr)
     model.train()
     for step in range(1, steps + 1):
         (model(**batch(step), labels=torch.tensor([0, 1, 2])).loss + method.penalty()).backward()

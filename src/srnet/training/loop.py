@@ -120,10 +120,21 @@ def weight_param_groups(
         if not param.requires_grad or (only is not None and id(param) not in only):
             continue
         (no_decay if param.ndim < 2 or "LayerNorm" in name else decay).append(param)
-    groups = [{"params": decay, "lr": lr, "weight_decay": weight_decay}]
+    groups = [{"params": decay, "lr": lr, "weight_decay": weight_decay, "name": "weights"}]
     if no_decay:
-        groups.append({"params": no_decay, "lr": lr, "weight_decay": 0.0})
+        groups.append({"params": no_decay, "lr": lr, "weight_decay": 0.0, "name": "weights"})
     return [g for g in groups if g["params"]]
+
+
+def optimizer_groups(method: PruningMethod, model: torch.nn.Module, lr: float,
+                     weight_decay: float = 0.0) -> list[dict]:
+    """A run's AdamW groups: the method's mask group as it gives it (its own lr, no decay), then
+    every other trainable parameter at ``lr`` (:func:`weight_param_groups`)."""
+    mask_group = method.mask_group()
+    groups = [mask_group] if mask_group else []
+    masks = {id(p) for g in groups for p in g["params"]}
+    trained = {id(p) for p in model.parameters() if p.requires_grad}
+    return groups + weight_param_groups(model, lr, weight_decay, trained - masks)
 
 
 class Trainer:
@@ -175,11 +186,7 @@ class Trainer:
 
         attach(method, model, self.steps, calibration=calibration,
                setup=lambda: self.objective.setup(model, tokenizer))
-        mask_group = method.mask_group()
-        groups = [mask_group] if mask_group else []
-        trained = {id(p) for p in model.parameters() if p.requires_grad}
-        mask_params = {id(p) for g in groups for p in g["params"]}
-        groups += weight_param_groups(model, cfg.lr, cfg.weight_decay, trained - mask_params)
+        groups = optimizer_groups(method, model, cfg.lr, cfg.weight_decay)
         if not groups:
             raise SrnetError("nothing to train: every parameter is frozen")
         self.optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
