@@ -130,29 +130,27 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
     """Write the demo's report (``srnet report``'s machinery) and its summary: dense CE vs the
     subnetworks, one row per configuration (mean ± std over seeds) under the primary collapse rule
     (report.md has both), collapsed configurations marked."""
-    from srnet.reporting.aggregate import (
+    from srnet.reporting.render import format_table
+    from srnet.reporting.runs import find_runs, load_run, split_grid_points
+    from srnet.reporting.stats import (
         COLLAPSED,
         MASK_FLIPPED,
         MASK_JACCARD,
+        cohorts,
         collapsed_runs,
-        find_runs,
         group_runs,
-        load_run,
-        sections,
-        split_grid_points,
     )
-    from srnet.reporting.render import format_table
     from srnet.reporting.study import RULE_TEXT, write_report
 
     progress("report: writing report.md and figures")
     report = write_report([out], out / "report")
     runs = split_grid_points(load_run(p) for p in find_runs([out]) if out / "report" not in p.parents)
-    found = sections(runs)
+    found = cohorts(runs)
     lines = []
-    for section in found:
-        merging = section.merging_splits()
+    for cohort in found:
+        merging = cohort.merging_splits()
         rows = []
-        for group in group_runs(section):
+        for group in group_runs(cohort):
             measured = [(r.metrics.sparsity.overall if r.metrics.sparsity else None) or 0.0
                         for r in group.runs]
             row = {"model": group.name, "sparsity": f"{sum(measured) / len(measured):.1%}",
@@ -164,9 +162,9 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
                 row[column] = _mean_std(stat) + collapsed_runs(group, split)
             rows.append(row)
         columns = list(dict.fromkeys(c for row in rows for c in row))
-        lines += [f"{section.title}", format_table(rows, columns)]
+        lines += [f"{cohort.title}", format_table(rows, columns)]
         if merging:
-            lines += [f"{', '.join(merging)}: collapse rule '{section.rule}': {RULE_TEXT[section.rule]} "
+            lines += [f"{', '.join(merging)}: collapse rule '{cohort.rule}': {RULE_TEXT[cohort.rule]} "
                       "(report.md: both rules)"]
         if any("†" in str(v) for row in rows for v in row.values()):
             lines += ["† k/n: k of the n runs put >= 95% of their challenge predictions in one class "
