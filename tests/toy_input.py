@@ -17,7 +17,7 @@ import numpy as np
 import torch.nn.functional as F
 from torch import Tensor
 
-from srnet.bias.predictions import read_jsonl_rows, require_ids, rows_by_id
+from srnet.by_id import read_jsonl_rows, require_ids, rows_by_id
 from srnet.errors import SrnetError
 from srnet.loss_inputs import LossInput, ReadContext, register_input
 from srnet.losses import Loss, register_loss
