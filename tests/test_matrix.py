@@ -30,7 +30,8 @@ from srnet.experiments.run import task as run_module
 from srnet.io import atomic_write_jsonl
 from srnet.losses import LOSSES as LOSS_REGISTRY
 from srnet.pruning import LearnedMaskMethod, OneShotMethod, available_methods, get_method
-from srnet.sparsity.mask_io import expand_masks, load_masks, save_masks
+from srnet.sparsity.mask_io import load_masks, save_masks
+from srnet.sparsity.shapes import expand_masks
 from srnet.tasks import generate_synthetic
 
 # rows come from the registries: a new method or loss joins the matrix by registering
@@ -96,7 +97,8 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
     """A mask for the `fixed` method: one-shot magnitude masks of the tiny model."""
     model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
     masks = api.prune_(model, {"method": "omp", "sparsity": SPARSITY}, seed=0)
-    from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint
+    from srnet.sparsity.fingerprint import model_fingerprint
+    from srnet.sparsity.mask_io import MaskMetadata
 
     path = tmp_path_factory.mktemp("fixed") / "masks.safetensors"
     meta = MaskMetadata(method="omp", base_model=str(tiny_model_dir),
@@ -108,7 +110,8 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def structured_mask_files(tiny_model_dir, tmp_path_factory):
     """Masks for the `fixed` method's structured cells: one-shot magnitude group gates, by granularity."""
-    from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint
+    from srnet.sparsity.fingerprint import model_fingerprint
+    from srnet.sparsity.mask_io import MaskMetadata
 
     root = tmp_path_factory.mktemp("fixed_structured")
     paths = {}
