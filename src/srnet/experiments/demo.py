@@ -18,7 +18,9 @@ to one stage (``prune.training.epochs=1``), as grid keys do.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,6 +118,62 @@ class DemoResult:
     output_dir: Path
     report: Path
     summary: str
+
+
+def run_demo(
+    data_dir: str | Path | None = None,
+    output_dir: str | Path = "runs",
+    overrides: list[str] | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    seeds: int = 1,
+    progress: Callable[[str], None] = print,
+) -> DemoResult:
+    """Run the demo sweep and write its report and summary; a demo that has already completed
+    returns its finished result again (``overwrite`` starts it over, ``resume`` continues it)."""
+    from srnet.experiments.sweep.execute import execute
+    from srnet.experiments.sweep.plan import RECORD, plan_sweep, record_sweep
+    from srnet.models.loading import check_model_source
+
+    data = demo_sweep(data_dir, output_dir, overrides, seeds)
+    jobs = plan_sweep(data, "demo")
+    out = Path(data["output_dir"])
+    if not overwrite and (done := finished_demo(out, jobs)) is not None:
+        return done
+    check_model_source(data["base"]["model"]["name"])
+    if not overwrite and (out / RECORD).is_file() and not resume:
+        raise SrnetError(f"{out} holds an unfinished demo; pass --resume to continue it or "
+                         "--overwrite to start over")
+    with set_aside(out if overwrite else None):
+        record_sweep(data, out, resume=resume and not overwrite)
+        result = execute(jobs, out, progress=progress)
+        for job in jobs:
+            if job.key in result.failed:
+                raise SrnetError(f"demo stage '{job.label}' failed: {result.failed[job.key]}")
+        return summarize_demo(out, progress=progress)
+
+
+@contextmanager
+def set_aside(folder: Path | None) -> Iterator[None]:
+    """Move ``folder`` to a hidden sibling while the block runs; delete it once the block
+    succeeds, move it back if the block fails or is interrupted (``--overwrite`` loses nothing
+    until the new result exists; after a SIGKILL the old one is still in the sibling)."""
+    if folder is None or not folder.exists():
+        yield
+        return
+    kept = folder.with_name(f".{folder.name}.previous")
+    if kept.exists():
+        raise SrnetError(f"an earlier --overwrite of {folder} was interrupted: the demo before it "
+                         f"is kept in {kept}; move it back or delete it, then run again")
+    folder.rename(kept)
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        kept.rename(folder)
+        raise
+    shutil.rmtree(kept)
 
 
 def finished_demo(out: Path, jobs: list) -> DemoResult | None:
