@@ -13,7 +13,7 @@ from torch import Tensor
 
 from srnet.by_id import prediction_probs, read_prediction_rows
 from srnet.errors import SrnetError
-from srnet.io import read_yaml
+from srnet.io import atomic_write_jsonl, read_yaml
 from srnet.loss_inputs.base import LossInput, ReadContext, register_input
 from srnet.loss_inputs.bias_log_probs import TOLERANCE
 
@@ -46,6 +46,14 @@ class TeacherProbs(LossInput):
             row = int(bad.nonzero()[0])
             raise SrnetError(f"{owner}: teacher_probs row {row} sums to {value[row].sum().item():.4g}; "
                              "expected probabilities")
+
+    def write_dummy(self, path: Path, context: ReadContext, rng: np.random.Generator) -> Path:
+        """A predictions file (``id``, ``probs`` and, when known, the ``gold`` label name)."""
+        probs = rng.dirichlet(np.ones(context.num_classes), len(context.ids))
+        golds = context.golds or [None] * len(context.ids)
+        rows = ({"id": i, "probs": p.tolist(), **({"gold": g} if g else {})}
+                for i, p, g in zip(context.ids, probs, golds, strict=True))
+        return atomic_write_jsonl(path, rows)
 
 
 def teacher_file(path: str | Path) -> Path:
