@@ -8,6 +8,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.srnet-installed
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+# the tests run in TEST_WORKERS pytest-xdist processes of one torch thread each (tiny models: two
+# single-threaded workers beat one two-threaded process); a test module stays on one worker, so
+# its module-scoped fixtures are built once.  TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 
 .PHONY: setup demo test lint
 
@@ -15,7 +19,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e ".[dev,onnx,attack]"
+	$(PY) -m pip install -q --no-compile -e ".[dev,onnx,attack]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -25,4 +29,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 
 test: lint
-	$(OFFLINE) $(PY) -m pytest -q $(ARGS)
+	$(OFFLINE) OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(ARGS)

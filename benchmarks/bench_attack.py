@@ -69,13 +69,13 @@ from srnet.console import quiet_libraries
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import Victim, build_attack
 from srnet.evaluation.attacks.victim import Pair
-from srnet.experiments.run.data import DATA_DIR_ENV
 from srnet.experiments.verbs.bench import bench_environment, bench_warnings, load_average
 from srnet.models import load_classifier, load_tokenizer
 from srnet.reporting.render import format_table
 from srnet.rundir.layout import RunDir
 from srnet.tasks import get_task, load_examples
 from srnet.tasks.base import Example
+from srnet.tasks.readers import DATA_DIR_ENV
 from srnet.tasks.spec import DataSpec, Task
 
 REPO = Path(__file__).resolve().parents[1]

@@ -56,7 +56,7 @@ def _unmark(line: str, wrap: str) -> str:
 
 def test_examples_file_shows_the_first_successes_highlighted(sentiment, tmp_path):
     model, recipe = sentiment
-    report = api.attack(str(model), recipe, attack="charswap", out=tmp_path, params=PARAMS, examples=2)
+    report = api.attack(str(model), recipe=recipe, attack="charswap", out=tmp_path, params=PARAMS, examples=2)
     rows = [json.loads(line) for line in (tmp_path / "charswap.jsonl").read_text().splitlines()]
     wins = [r for r in rows if r["result"] == "successful"]
     assert len(wins) >= 3 and report.review_path == tmp_path / "charswap_examples.md"
@@ -83,11 +83,13 @@ def test_examples_file_shows_the_first_successes_highlighted(sentiment, tmp_path
 
 def test_fewer_successes_than_asked_and_no_file_by_default(sentiment, tmp_path):
     model, recipe = sentiment
-    report = api.attack(str(model), recipe, attack="charswap", out=tmp_path, params=PARAMS, examples=50)
+    report = api.attack(str(model), recipe=recipe, attack="charswap", out=tmp_path, params=PARAMS,
+                        examples=50)
     wins = report.summary["successful"]
     markdown = report.review_path.read_text()
     assert f"only {wins} to show (50 asked for)" in markdown and len(_entries(markdown)) == wins
-    report = api.attack(str(model), recipe, attack="charswap", out=tmp_path, params=PARAMS, overwrite=True)
+    report = api.attack(str(model), recipe=recipe, attack="charswap", out=tmp_path, params=PARAMS,
+                        overwrite=True)
     assert report.review_path is None
     assert not (tmp_path / "charswap_examples.md").exists()  # the earlier run's file is removed
 
@@ -104,7 +106,7 @@ def test_cli_examples_and_bad_value(capsys, sentiment, tmp_path):
     err = capsys.readouterr().err
     assert "--examples -1" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(SrnetError, match="--examples -3"):
-        api.attack(str(model), recipe, attack="charswap", out=tmp_path, examples=-3)
+        api.attack(str(model), recipe=recipe, attack="charswap", out=tmp_path, examples=-3)
 
 
 def test_a_second_attack_into_the_same_folder_needs_overwrite(capsys, sentiment, tmp_path):

@@ -266,6 +266,16 @@ def test_relative_data_path_says_where_and_names_srnet_data_dir(tmp_path):
         load_examples("nli", DataSpec(path="mnli/train.jsonl"), base_dir=tmp_path)
 
 
+def test_load_examples_reads_relative_paths_from_srnet_data_dir(tmp_path, monkeypatch):
+    """The library reads ``$SRNET_DATA_DIR`` as ``srnet run`` does, and its error names it (issue 41)."""
+    (tmp_path / "d.jsonl").write_text('{"premise": "p", "hypothesis": "h", "label": "neutral"}\n')
+    monkeypatch.chdir(tmp_path.parent)
+    monkeypatch.setenv("SRNET_DATA_DIR", str(tmp_path))
+    assert [ex.label for ex in load_examples("nli", DataSpec(path="d.jsonl"))] == [1]
+    with pytest.raises(SrnetError, match=rf"'nope.jsonl' looked for in {tmp_path}"):
+        load_examples("nli", DataSpec(path="nope.jsonl"))
+
+
 @pytest.mark.parametrize("label_map, labels", [
     ({"e": "entailment", "n": "neutral", "c": "contradiction"}, ["e", "n", "c", "e"]),
     ({0: "entailment", 1: "neutral", 2: "contradiction", -1: "-"}, [0, 1, 2, -1]),

@@ -18,7 +18,13 @@ from srnet.config import recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement
 from srnet.evaluation.metrics import id_collapse
-from srnet.pruning.mask_training import DEFAULT_REACH, auto_mask_lr, implied_reach
+from srnet.pruning.mask_training import (
+    DEFAULT_REACH,
+    MIN_STEPS_PER_THRESHOLD,
+    auto_lr_capped,
+    auto_mask_lr,
+    implied_reach,
+)
 
 
 def recipe(root, model, name, **extra) -> dict:
@@ -32,9 +38,21 @@ def mask_train(sparsity: float = 0.5, **params) -> dict:
 def test_auto_rule_matches_the_papers_setting_and_inverts():
     # Win-win: hard init (threshold alpha*phi/2 = 0.01), 5e-5 over ~61k steps
     assert implied_reach(5e-5, 0.01, 61_000) == pytest.approx(0.87, abs=0.01)
-    lr = auto_mask_lr(1.5, 0.01, 933)
-    assert lr == pytest.approx(1.5 * 0.01 / math.sqrt(933 / 2))
-    assert implied_reach(lr, 0.01, 933) == pytest.approx(1.5)
+    lr = auto_mask_lr(0.65, 0.01, 933)
+    assert lr == pytest.approx(0.65 * 0.01 / math.sqrt(933 / 2))
+    assert implied_reach(lr, 0.01, 933) == pytest.approx(0.65)
+
+
+def test_auto_mask_lr_is_capped_on_short_schedules_only():
+    # the demo's 126 steps: reach 0.65 would cross the threshold in 12 steps (the masks collapsed)
+    assert auto_lr_capped(0.65, 0.01, 126)
+    assert auto_mask_lr(0.65, 0.01, 126) == pytest.approx(0.01 / MIN_STEPS_PER_THRESHOLD)
+    for steps in (100, 126, 300):
+        assert auto_mask_lr(0.65, 0.01, steps) == pytest.approx(0.01 / MIN_STEPS_PER_THRESHOLD)
+    for steps in (933, 3000, 61_000):  # the calibrated schedules keep the square-root rule
+        assert not auto_lr_capped(0.65, 0.01, steps)
+        assert implied_reach(auto_mask_lr(0.65, 0.01, steps), 0.01, steps) == pytest.approx(0.65)
+    assert not auto_lr_capped(0.16, 0.04, 126)  # soft init's reach stays under the cap there
 
 
 def test_auto_mask_lr_is_resolved_from_the_schedule_and_recorded(tmp_path, tiny_model_dir):
@@ -42,8 +60,9 @@ def test_auto_mask_lr_is_resolved_from_the_schedule_and_recorded(tmp_path, tiny_
     budget = result.metrics.mask_budget
     assert budget["rule"] == "auto" and budget["steps"] == 6 and budget["init"] == "hard"
     assert budget["score_scale"] == pytest.approx(0.01, rel=0.01)  # half-way between 0.02 and ~0
-    assert budget["reach"] == pytest.approx(DEFAULT_REACH["hard"])
     assert budget["mask_lr"] == pytest.approx(auto_mask_lr(DEFAULT_REACH["hard"], budget["score_scale"], 6))
+    assert budget["capped"] and budget["steps_per_threshold"] == pytest.approx(MIN_STEPS_PER_THRESHOLD)
+    assert budget["reach"] == pytest.approx(implied_reach(budget["mask_lr"], budget["score_scale"], 6))
     recorded = (result.run_dir / "config.yaml").read_text()
     assert "mask_reach: 0.65" in recorded  # the default is written into the run's config
 
@@ -61,7 +80,8 @@ def test_mask_reach_scales_the_auto_lr(tmp_path, tiny_model_dir):
         metrics = api.run(recipe(tmp_path, tiny_model_dir, f"r{reach:g}", pruning=pruning)).metrics
         return metrics.mask_budget["mask_lr"]
 
-    assert lr(3.0) == pytest.approx(3 * lr(1.0))
+    assert lr(0.03) == pytest.approx(3 * lr(0.01))  # under the cap (6 steps: reach < 0.07)
+    assert lr(3.0) == pytest.approx(lr(1.0))  # both capped
 
 
 @pytest.mark.parametrize("pruning, message", [

@@ -145,8 +145,9 @@ def test_attack_on_task(attack, task_name, challenge, tmp_path, tiny_model_dirs)
     recipe = {"task": task.name, "model": {"name": str(model_dir), "max_length": MAX_LENGTH}, "data": data}
     params = ATTACK_PARAMS[attack](model_dir) if attack in ATTACK_PARAMS else {}
     try:
-        report = api.attack(str(model_dir), recipe, attack=attack, split="dev" if challenge is None else
-                            spec.display_name, out=tmp_path / "attack", params=params, seed=1)
+        split = "dev" if challenge is None else spec.display_name
+        report = api.attack(str(model_dir), recipe=recipe, attack=attack, split=split,
+                            out=tmp_path / "attack", params=params, seed=1)
     except Exception as exc:
         exc.add_note(f"attack '{attack}' with params {params} on task '{task.name}' (tiny random model, "
                      f"offline): an attack that needs more gets offline params in ATTACK_PARAMS ({__file__})")

@@ -286,7 +286,7 @@ def test_an_attack_runs_against_the_onnx_and_int8_graphs_of_a_model(tmp_path, mo
     rows = [json.dumps({"sentence": s, "label": i % 2}) for i, s in enumerate(sentences)]
     data.write_text("\n".join(rows) + "\n")
     recipe = {"task": "sentiment", "data": {"dev": {"path": str(data)}}}
-    reports = {runtime: api.attack(str(model), {**recipe, "evaluation": {"runtime": runtime}},
+    reports = {runtime: api.attack(str(model), recipe={**recipe, "evaluation": {"runtime": runtime}},
                                    attack="charswap", out=tmp_path / runtime)
                for runtime in ("torch", "onnx", "onnx-int8")}
     assert "runtime" not in reports["torch"].summary

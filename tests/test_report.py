@@ -16,6 +16,7 @@ from srnet.reporting.render import (
     plot_similarity,
     plot_sparsity_curves,
     plot_sparsity_heatmap,
+    sparsity_curves_figure,
     summary_table,
 )
 from srnet.rundir.record import RunMetrics
@@ -114,6 +115,31 @@ def test_sparsity_curves_and_bars(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     bars = {"dense/ce": {"lexical_overlap": {"entailment": (0.9, 0.01), "non-entailment": (0.1, None)}}}
     assert plot_group_bars(bars, tmp_path / "bars.pdf", title="t").read_bytes()[:5] == b"%PDF-"
+
+
+def test_sparsity_curves_fill_a_grid_with_separate_titles_and_no_empty_panel(tmp_path):
+    """Issue 41: the demo's six metrics were six panels in a row (4200 x 600 px) with overlapping
+    titles, and a gap panel with nothing drawn (its collapsed points left out) on a 0-100% axis."""
+    curves = [Curve("mask_train/ce (a)", [(0.5, 0.64, 0.01)]),
+              Curve("mask_train/poe (a)", [(0.5, 0.77, None)])]
+    titles = ["ID synthetic_dev", "ID synthetic_dev: easy examples", "ID synthetic_dev: hard examples",
+              "ID synthetic_dev: easy − hard gap", "OOD synthetic_challenge"]
+    panels = [Panel(title, "accuracy", curves, dense=[("ce", 0.63, None)]) for title in titles]
+    gap = Panel("synthetic_challenge: shortcut gap (sum rule; collapses with gap <= 0 not drawn)",
+                "entailment − non-entailment accuracy",
+                [Curve("omp/poe", [(0.5, -0.2, None), (0.7, -1.0, None)])])
+    figure = sparsity_curves_figure([*panels, gap], title="synthetic_nli: synthetic_dev (n=500)")
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    assert len(figure.axes) == 6 and len({round(ax.get_position().y0, 3) for ax in figure.axes}) == 2
+    boxes = [ax.title.get_window_extent(renderer) for ax in figure.axes]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    low, high = figure.axes[-1].get_ylim()
+    assert low <= -1.0 and high < 0.0  # the gap's own range
+    empty = Panel("synthetic_challenge: shortcut gap", "gap", [])
+    png = plot_sparsity_curves([*panels, empty, gap], tmp_path / "curves.png").read_bytes()
+    size = (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big"))
+    assert size == tuple(round(v * 150) for v in figure.get_size_inches())  # the empty panel left out
 
 
 def test_plots_reject_empty_input(tmp_path):

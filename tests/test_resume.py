@@ -51,7 +51,7 @@ def test_interrupted_run_resumes_to_the_same_result(pruning, tmp_path, tiny_mode
     run_dir = tmp_path / "cut" / "r"
     assert (run_dir / "checkpoints" / "last" / "trainer.pt").exists()
     assert not (run_dir / "metrics.json").exists()
-    with pytest.raises(SrnetError, match="--resume"):
+    with pytest.raises(SrnetError, match="resume=True"):
         api.run(recipe(tmp_path / "cut", tiny_model_dir, pruning))
 
     monkeypatch.setattr(Trainer, "_evaluate", original)

@@ -82,6 +82,17 @@ def test_overwrite_with_a_bad_recipe_keeps_the_finished_run(capsys, tmp_path, fi
     assert sorted(p.name for p in finished.iterdir()) == ["bystander.txt", "ft"]
 
 
+def test_a_taken_run_folder_names_the_callers_option(capsys, tmp_path, finished, tiny_model_dir):
+    """The API's refusal names its keywords, the CLI's its flags (issue 41)."""
+    recipe = short_recipe(finished, tiny_model_dir, "ft")
+    with pytest.raises(SrnetError, match=r"pass resume=True to continue it or overwrite=True to start again"):
+        api.run(recipe)
+    path = tmp_path / "r.yaml"
+    path.write_text(json.dumps(recipe))
+    code, err = cli(capsys, "run", str(path))
+    assert code == 2 and "pass --resume to continue it or --overwrite to start again" in err
+
+
 @pytest.mark.parametrize("extra, message", [
     ({"loss": {"name": "focal"}}, "focal"),
     ({"loss": {"name": "ce", "params": {"gamma": 2}}}, "gamma"),

@@ -136,14 +136,14 @@ def test_reading_a_run_folder_imports_none_of_its_plugins(capsys, tmp_path, tiny
     missing = r"the run was made with plug-in 'scratch/evil.py', which is not loaded; pass it with " \
               r"--plugins scratch/evil.py"
     with pytest.raises(SrnetError, match=missing):
-        api.predict(run, "dev")
+        api.predict(run, split="dev")
     with pytest.raises(SrnetError, match=missing):
         api.attack(str(run), attack="charswap", n=2)
     capsys.readouterr()
     assert main(["predict", str(run), "--split", "dev"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--plugins scratch/evil.py" in err
-    api.report([run], tmp_path / "report", figures=False)  # reads the run; imports nothing of it
+    api.report([run], out=tmp_path / "report", figures=False)  # reads the run; imports nothing of it
     (run / "metrics.json").unlink()  # unfinished again: --resume compares the recorded recipe
     with pytest.raises(SrnetError, match=r"config.yaml: --resume with other plug-ins than this run started "
                                          r"with \(plugins \['scratch/evil.py'\] there, \[\] now\)"):

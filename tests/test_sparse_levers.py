@@ -16,7 +16,7 @@ from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement
 from srnet.experiments.verbs.split_predictions import predict_run_split
 from srnet.pruning import PruningConfig
-from srnet.pruning.mask_training import implied_reach
+from srnet.pruning.mask_training import MIN_STEPS_PER_THRESHOLD, auto_mask_lr, implied_reach
 from srnet.sparsity.mask_io import load_masks
 from srnet.tasks import generate_synthetic
 
@@ -77,9 +77,15 @@ def test_gradual_target_ends_at_the_target_and_a_longer_search_keeps_the_reach(t
         assert all(v == pytest.approx(0.7, abs=0.02) for v in report["per_matrix"].values())
     budgets = [json.loads((r.run_dir / "metrics.json").read_text())["mask_budget"] for r in (short, long)]
     assert budgets[1]["steps"] == 4 * budgets[0]["steps"]
-    assert budgets[1]["mask_lr"] == pytest.approx(budgets[0]["mask_lr"] / 2, rel=0.05)  # lr ~ 1/sqrt(steps)
     for b in budgets:
-        assert implied_reach(b["mask_lr"], b["score_scale"], b["steps"]) == pytest.approx(0.16, rel=1e-6)
+        assert b["mask_lr"] == pytest.approx(auto_mask_lr(0.16, b["score_scale"], b["steps"]), rel=1e-6)
+    # 12 steps: the square-root rule would cross a threshold in 15 steps, so the cap sets the lr;
+    # 48 steps: the rule does, and keeps the reach
+    short_budget, long_budget = budgets
+    assert short_budget["capped"]
+    assert short_budget["steps_per_threshold"] == pytest.approx(MIN_STEPS_PER_THRESHOLD)
+    assert not long_budget["capped"]
+    assert implied_reach(long_budget["mask_lr"], long_budget["score_scale"], 48) == pytest.approx(0.16)
 
 
 def test_gradual_target_below_its_start_is_one_line(tmp_path, tiny_model_dir, dense):

@@ -77,6 +77,14 @@ def test_grid_expands_and_shared_stages_are_planned_once(tmp_path):
     assert [j.key for j in other.jobs] == order
 
 
+def test_a_sweep_result_prints_as_one_line(tmp_path):
+    """``print(api.sweep(...))`` shows counts, not every job's recipe (issue 41)."""
+    result = api.sweep(sweep_file(tmp_path, "m", STUDY, {"seed": [1, 2]}), dry_run=True,
+                       progress=lambda _: None)
+    assert repr(result) == str(result) == (
+        f"SweepResult('{tmp_path / 'out'}': 5 stages, 0 ran, 0 failed, 0 skipped)")
+
+
 def test_a_stage_records_the_grid_values_of_the_stages_it_consumes(tmp_path):
     """A ticket retrained from masks searched two ways is two configurations: its grid names the
     search's values (which the report needs to keep them apart); the fine-tune shares none."""
@@ -240,6 +248,8 @@ def test_failing_stage_skips_its_dependants_and_resume_refuses_a_changed_sweep(
     assert "1 ran, 1 failed, 1 skipped" in captured.out
     assert main(["sweep", str(path)]) == 2
     assert "pass --resume" in capsys.readouterr().err
+    with pytest.raises(SrnetError, match="pass resume=True to continue it"):
+        api.sweep(path)
     assert main(["sweep", str(path), "--resume", "--set", "base.training.lr=0.5"]) == 2
     assert "'base.training.lr' differs" in capsys.readouterr().err
 

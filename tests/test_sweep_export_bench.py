@@ -151,28 +151,3 @@ def test_a_parameter_added_later_leaves_recorded_stage_keys_alone():
     old = {"run": "r", "masks": None, "shrink": True, "onnx": False}
     assert key_params(export, {**old, "quantize": None}) == old
     assert key_params(export, {**old, "onnx": True, "quantize": "int8"})["quantize"] == "int8"
-
-
-def test_bench_options_agree_across_the_stage_the_api_and_the_cli(monkeypatch):
-    """Every ``bench`` stage field (``omp`` included) is a keyword of the verb, a ``srnet bench``
-    flag and a keyword ``api.bench`` passes on, each with the same default."""
-    import inspect
-
-    from srnet.cli import build_parser
-    from srnet.experiments.sweep.plan import key_params
-    from srnet.experiments.sweep.stages import BenchParams, get_stage
-    from srnet.experiments.verbs import bench
-
-    verb = inspect.signature(bench.bench).parameters
-    cli = vars(build_parser().parse_args(["bench", "m"]))
-    stage = BenchParams(models=["m"]).model_dump(exclude={"models"})
-    assert set(stage) == set(verb) - {"models", "out", "overwrite"} and "omp" in stage
-    for name, default in stage.items():
-        as_list = list if isinstance(default, list) else (lambda value: value)
-        assert as_list(verb[name].default) == default == cli[name], name
-    given = {}
-    monkeypatch.setattr(bench, "bench", lambda models, **settings: given.update(settings))
-    api.bench(["m"], **stage)
-    assert given == stage
-    assert "omp" not in key_params(get_stage("bench"), stage)  # recorded bench stages keep their key
-    assert key_params(get_stage("bench"), {**stage, "omp": [0.5]})["omp"] == [0.5]

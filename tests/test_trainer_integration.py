@@ -143,6 +143,20 @@ def test_the_loss_is_the_srnet_loss_and_evaluation_reports_sparsity(setting, tmp
     assert abs(first["ce"] - first["poe"]) > 1e-3
 
 
+@pytest.mark.parametrize(("pruning", "expected"), [
+    ({"method": "mask_train", "params": {"mask_lr": 0.05}}, {"mask_lr": 0.05}),  # the weights frozen
+    ({"method": "l0", "params": {"mask_lr": 0.05, "train_weights": True}},
+     {"learning_rate": 1e-3, "mask_lr": 0.05}),
+])
+def test_the_log_names_the_mask_lr_apart_from_the_weights_lr(setting, tmp_path, pruning, expected):
+    """The Trainer logs its first group's lr as ``learning_rate``; the mask's is ``mask_lr`` (issue 41)."""
+    trainer = make_trainer(setting, tmp_path, {**pruning, "sparsity": 0.5}, max_steps=2, logging_steps=1,
+                           lr_scheduler_type="constant")
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert {k: v for k, v in logged.items() if k in ("learning_rate", "mask_lr")} == expected
+
+
 def test_checkpoints_are_plain_models_and_resume_restores_the_masks(setting, tmp_path):
     pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
     whole = make_trainer(setting, tmp_path / "whole", pruning, "poe", save_strategy="steps", save_steps=5)

@@ -19,6 +19,16 @@ from srnet.errors import SrnetError
 from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
 from srnet.experiments.sweep.execute import SweepResult
+from srnet.experiments.verbs.config import (
+    AttackConfig,
+    BenchConfig,
+    DifficultyConfig,
+    ExportConfig,
+    PredictConfig,
+    ReportConfig,
+    TransferConfig,
+    takes,
+)
 from srnet.plugins import load_plugins
 from srnet.rundir.layout import RunDir
 from srnet.rundir.record import RunMetrics, read_metrics
@@ -176,23 +186,27 @@ def fit_bias(
     return fit(as_recipe(recipe, overrides), out, overwrite=overwrite)
 
 
+@takes(DifficultyConfig)
 def difficulty(
     recipe: str | Path | Recipe | dict | None,
     predictions: list[str | Path],
     out: str | Path,
-    overrides: list[str] | None = None,
+    config: DifficultyConfig | None = None,
     *,
-    alpha: float = 0.5,
+    overrides: list[str] | None = None,
+    **settings: Any,
 ) -> Path:
     """RMC sample difficulty of the recipe's training split from several runs' training predictions
     (``srnet bias difficulty``); returns the written file."""
     from srnet.experiments.verbs.bias_fit import write_training_difficulty
 
+    alpha = DifficultyConfig.resolve(config, settings).alpha
     return write_training_difficulty(as_recipe(recipe, overrides), predictions, alpha, out)
 
 
-def predict(run: str | Path, split: str, output: str | Path | None = None, *,
-            plugins: Iterable[str] = ()) -> Path:
+@takes(PredictConfig)
+def predict(run: str | Path, config: PredictConfig | None = None, *, output: str | Path | None = None,
+            plugins: Iterable[str] = (), **settings: Any) -> Path:
     """Write a finished run's predictions on one of its splits (``srnet predict``); returns the file.
 
     ``plugins`` (modules or ``.py`` paths) are imported first: the ones the run's ``config.yaml``
@@ -200,17 +214,20 @@ def predict(run: str | Path, split: str, output: str | Path | None = None, *,
     """
     from srnet.experiments.verbs.split_predictions import predict_run_split
 
+    split = PredictConfig.resolve(config, settings).split
     load_plugins(plugins)
     return predict_run_split(run, split, output)
 
 
-def report(runs: Iterable[str | Path], out: str | Path | None = None, *, figures: bool = True,
-           plugins: Iterable[str] = ()):
+@takes(ReportConfig)
+def report(runs: Iterable[str | Path], config: ReportConfig | None = None, *, out: str | Path | None = None,
+           plugins: Iterable[str] = (), **settings: Any):
     """``srnet report``: tables and figures of the runs under ``runs`` (default ``out``: ``RUN/report``
     for one folder, ``report`` otherwise); returns the report (its path, tables, figures).
     ``plugins`` are imported first (e.g. a plug-in report section), as for :func:`predict`."""
     from srnet.reporting.study import write_report
 
+    figures = ReportConfig.resolve(config, settings).figures
     load_plugins(plugins)
     runs = list(runs)
     if out is None:
@@ -250,55 +267,57 @@ def random_like(masks: str | Path, out: str | Path, seed: int = 0, *, overwrite:
     return write_random_like(masks, out, seed, overwrite=overwrite)
 
 
+@takes(TransferConfig)
 def transfer(
     mask: str | Path,
     tasks: list[str | Path | Recipe | dict],
-    overrides: list[str] | None = None,
+    config: TransferConfig | None = None,
     *,
-    out_dir: str | Path = "runs/transfer",
+    overrides: list[str] | None = None,
     overwrite: bool = False,
+    **settings: Any,
 ):
     """Fine-tune one mask (file or run directory) on each task recipe with the mask fixed; write
     ``out_dir/transfer.json`` (each task's scores beside the mask's pre-training dev losses)."""
     from srnet.experiments.verbs.transfer import transfer as run_transfer
 
+    out_dir = TransferConfig.resolve(config, settings).out_dir
     recipes = [_model_checked(as_recipe(task, overrides)) for task in tasks]
     return run_transfer(mask, recipes, out_dir=out_dir, overwrite=overwrite)
 
 
+@takes(AttackConfig)
 def attack(
     model: str,
+    config: AttackConfig | None = None,
+    *,
     recipe: str | Path | Recipe | dict | None = None,
     overrides: list[str] | None = None,
-    *,
-    attack: str,
-    n: int | None = None,
-    seed: int = 0,
-    split: str = "dev",
     out: str | Path | None = None,
-    params: dict[str, Any] | None = None,
     resources: dict[str, Any] | None = None,
-    examples: int = 0,
     overwrite: bool = False,
     plugins: Iterable[str] = (),
+    **settings: Any,
 ):
-    """Attack a run (or a model with a recipe) on one split; write ``<out>/<attack>.json`` + ``.jsonl``
-    (and ``<attack>_examples.md``, the first ``examples`` successes, when ``examples`` > 0); earlier
-    results of that attack in ``out`` are replaced only with ``overwrite``.  ``recipe`` defaults to
-    the run's ``config.yaml``; ``plugins`` are imported first, as for :func:`predict`.
+    """Attack a run (or a model with a recipe) on one split, torchao style
+    (``api.attack(run, AttackConfig(attack="charswap", n=100))``, or the same as keywords); write
+    ``<out>/<attack>.json`` + ``.jsonl`` (and ``<attack>_examples.md``, the first ``examples``
+    successes, when ``examples`` > 0); earlier results of that attack in ``out`` are replaced only
+    with ``overwrite``.  ``recipe`` defaults to the run's ``config.yaml``; ``plugins`` are imported
+    first, as for :func:`predict`.
 
     Returns an :class:`srnet.experiments.verbs.attack.AttackReport`; see that module for the files.
     """
     from srnet.experiments.verbs.attack import attack_run
 
+    resolved_config = AttackConfig.resolve(config, settings)
     load_plugins(plugins)
     run_config = RunDir(Path(model)).config
     if recipe is not None:
         resolved = as_recipe(recipe, overrides)
     else:
         resolved = load_run_recipe(run_config, overrides) if run_config.is_file() else None
-    return attack_run(model, resolved, attack, n=n, seed=seed, split=split, out=out, params=params,
-                      resources=resources, examples=examples, overwrite=overwrite)
+    return attack_run(model, resolved, resolved_config, out=out, resources=resources, overwrite=overwrite)
 
 
 def prune_(
@@ -339,9 +358,10 @@ def prune_(
     return prune(method, model, calibration if batches is not None else None)
 
 
+@takes(ExportConfig)
 def export_masked(
-    model: str | None, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False,
-    onnx: bool = False, quantize: str | None = None, force: bool = False,
+    model: str | None, masks: str | Path, out: str | Path, config: ExportConfig | None = None, *,
+    overwrite: bool = False, force: bool = False, **settings: Any,
 ) -> Path:
     """Load ``model``, check and bake ``masks`` into it, and save a plain Hugging Face checkpoint
     (:func:`srnet.experiments.verbs.export_masked.export_run`, which the sweep's ``export`` stage runs too).
@@ -357,17 +377,19 @@ def export_masked(
     """
     from srnet.experiments.verbs.export_masked import export_run
 
-    return export_run(model, masks, out, overwrite=overwrite, shrink=shrink, onnx=onnx, quantize=quantize,
+    return export_run(model, masks, out, ExportConfig.resolve(config, settings), overwrite=overwrite,
                       force=force)
 
 
-def bench(models: Iterable[str], **settings: Any) -> dict[str, Any]:
+@takes(BenchConfig)
+def bench(models: Iterable[str], config: BenchConfig | None = None, *, out: str | Path | None = None,
+          overwrite: bool = False, **settings: Any) -> dict[str, Any]:
     """Latency of ``models`` side by side in one process, speedups relative to the first (the
-    ``srnet bench`` verb, :func:`srnet.experiments.verbs.bench.bench`: ``omp``, ``batch_sizes``,
-    ``lengths``, ``rounds``, ``warmup``, ``threads``, ``onnx``, ``out``, ``overwrite``)."""
+    ``srnet bench`` verb, :func:`srnet.experiments.verbs.bench.bench`), with the timing settings of
+    a :class:`BenchConfig` (or its fields as keywords); ``out``: also write the result there."""
     from srnet.experiments.verbs.bench import bench as run
 
-    return run(list(models), **settings)
+    return run(list(models), BenchConfig.resolve(config, settings), out=out, overwrite=overwrite)
 
 
 def metrics(run: str | Path) -> RunMetrics:

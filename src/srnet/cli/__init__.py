@@ -13,7 +13,7 @@ from pathlib import Path
 from srnet.cli import bias, masks, models, results, runs
 from srnet.cli.common import Parser
 from srnet.console import end_progress_bars, quiet_libraries
-from srnet.errors import SrnetError
+from srnet.errors import NeedsOption, SrnetError
 
 COMMANDS = (runs.add_info, runs.add_run, runs.add_sweep, runs.add_finetune, results.add_evaluate,
             results.add_predict, results.add_attack, runs.add_demo, models.add_export, models.add_bench,
@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         from srnet.io import short
 
         end_progress_bars()
-        print(f"error: {short(str(exc))}", file=sys.stderr)
+        message = exc.with_flags() if isinstance(exc, NeedsOption) else str(exc)
+        print(f"error: {short(message)}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write the library did not wrap: read-only folder, full disk...
         from srnet.io import describe_os_error

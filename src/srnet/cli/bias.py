@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from srnet.cli.flags import add_config_flags, config_values
+from srnet.experiments.verbs.config import DifficultyConfig
+
 
 def add_bias(sub) -> None:
     """``srnet bias ACTION``."""
@@ -38,7 +41,7 @@ def add_difficulty(actions) -> None:
     p.add_argument("recipe", help="recipe naming the training split")
     p.add_argument("--predictions", nargs="+", required=True,
                    help="predictions/train.jsonl files (or run dirs) of models at several sparsities")
-    p.add_argument("--alpha", type=float, default=0.2, help="lowest difficulty (default 0.2)")
+    add_config_flags(p, DifficultyConfig)
     p.add_argument("--out", required=True, help="difficulty JSON Lines file to write")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.set_defaults(func=cmd_bias_difficulty)
@@ -47,6 +50,7 @@ def add_difficulty(actions) -> None:
 def cmd_bias_difficulty(args) -> int:
     from srnet.api import difficulty
 
-    path = difficulty(args.recipe, args.predictions, args.out, args.overrides, alpha=args.alpha)
+    path = difficulty(args.recipe, args.predictions, args.out, overrides=args.overrides,
+                      **config_values(args, DifficultyConfig))
     print(f"wrote {path}")
     return 0

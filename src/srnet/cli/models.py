@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from srnet.cli.flags import add_config_flags, config_values
+from srnet.experiments.verbs.config import BenchConfig, ExportConfig, TransferConfig
+
 
 def add_export(sub) -> None:
     p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
@@ -14,23 +17,15 @@ def add_export(sub) -> None:
                    help="bake the masks into --model even though their run trained other weights")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--overwrite", action="store_true")
-    p.add_argument("--shrink", action="store_true",
-                   help="remove pruned heads and neurons (head/neuron masks); reload with "
-                        "srnet.load_model or trust_remote_code=True")
-    p.add_argument("--onnx", action="store_true",
-                   help="also write model.onnx (dynamic batch and length), checked against PyTorch's "
-                        "logits with ONNX Runtime; needs pip install 'srnet[onnx]'")
-    p.add_argument("--quantize", metavar="MODE",
-                   help="with --onnx: also write model.int8.onnx (int8: ONNX Runtime's dynamic INT8), "
-                        "compared with the FP32 graph in srnet_export.json and the model card")
+    add_config_flags(p, ExportConfig)
     p.set_defaults(func=cmd_export)
 
 
 def cmd_export(args) -> int:
     from srnet.api import export_masked
 
-    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, shrink=args.shrink,
-                        onnx=args.onnx, quantize=args.quantize, force=args.force)
+    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, force=args.force,
+                        **config_values(args, ExportConfig))
     extra = " and model.int8.onnx" if args.quantize else ""
     print(f"exported {out}" + (f" (with model.onnx{extra})" if args.onnx else ""))
     return 0
@@ -40,19 +35,7 @@ def add_bench(sub) -> None:
     p = sub.add_parser("bench", help="latency of dense vs shrunk (and unstructured-sparse) models")
     p.add_argument("models", nargs="+", metavar="MODEL_OR_RUN",
                    help="models, srnet exports or run dirs; speedups are relative to the first")
-    p.add_argument("--omp", nargs="+", type=float, default=[], metavar="SPARSITY",
-                   help="also time OMP of the first model at these sparsities: head+neuron masks "
-                        "shrunk, and unstructured masks in dense weights")
-    p.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 32])
-    p.add_argument("--lengths", nargs="+", type=int, default=[64, 128])
-    p.add_argument("--rounds", type=int, default=10, help="timed rounds (median reported)")
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--threads", type=int, help="torch (and ONNX Runtime) threads (default: torch's)")
-    p.add_argument("--onnx", action="store_true",
-                   help="also time every model under ONNX Runtime (CPU, same threads, graph "
-                        "optimisations on), interleaved; needs pip install 'srnet[onnx]'")
-    p.add_argument("--quantize", metavar="MODE",
-                   help="with --onnx: also time each model's dynamic INT8 ONNX graph (int8)")
+    add_config_flags(p, BenchConfig)
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--out", help="also write the results and the environment as JSON here (checked "
                    "before the bench)")
@@ -64,9 +47,8 @@ def cmd_bench(args) -> int:
     from srnet import api
     from srnet.reporting.render import format_table
 
-    result = api.bench(args.models, omp=args.omp, batch_sizes=args.batch_sizes, lengths=args.lengths,
-                       rounds=args.rounds, warmup=args.warmup, threads=args.threads, onnx=args.onnx,
-                       quantize=args.quantize, out=args.out, overwrite=args.overwrite)
+    settings = config_values(args, BenchConfig)
+    result = api.bench(args.models, out=args.out, overwrite=args.overwrite, **settings)
     env = result["environment"]
     ort = f", onnxruntime {env['packages'].get('onnxruntime')}" if args.onnx else ""
     if args.quantize:
@@ -90,7 +72,7 @@ def add_transfer(sub) -> None:
     p.add_argument("mask", help="masks.safetensors file or the run directory that holds it")
     p.add_argument("--tasks", nargs="+", required=True, metavar="RECIPE",
                    help="task recipes (YAML), each fine-tuned on the masked pre-trained backbone")
-    p.add_argument("--output-dir", default="runs/transfer", help="folder of the task runs and transfer.json")
+    add_config_flags(p, TransferConfig)
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override applied to every task recipe")
     p.add_argument("--overwrite", action="store_true", help="replace existing task runs")
@@ -100,8 +82,8 @@ def add_transfer(sub) -> None:
 def cmd_transfer(args) -> int:
     from srnet import api
 
-    result = api.transfer(args.mask, args.tasks, args.overrides, out_dir=args.output_dir,
-                          overwrite=args.overwrite)
+    result = api.transfer(args.mask, args.tasks, overrides=args.overrides, overwrite=args.overwrite,
+                          **config_values(args, TransferConfig))
     summary = result.summary
     pre = summary["pretraining"] or {}
     losses = ", ".join(f"{k} {v:.4f}" for k, v in pre.items()) or "no pre-training losses recorded"

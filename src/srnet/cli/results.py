@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from srnet.cli.common import data_flags, flag_recipe, plugins_flag, print_summary
-from srnet.errors import SrnetError
-from srnet.io import load_yaml
+from srnet.cli.flags import add_config_flags, config_values
+from srnet.experiments.verbs.config import AttackConfig, PredictConfig, ReportConfig
 
 
 def add_evaluate(sub) -> None:
@@ -34,7 +34,7 @@ def cmd_evaluate(args) -> int:
 def add_predict(sub) -> None:
     p = sub.add_parser("predict", help="write a finished run's predictions on one of its splits")
     p.add_argument("run_dir")
-    p.add_argument("--split", default="train", help="train, dev, or the name of an eval/challenge split")
+    add_config_flags(p, PredictConfig)
     p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl)")
     plugins_flag(p)
     p.set_defaults(func=cmd_predict)
@@ -43,7 +43,8 @@ def add_predict(sub) -> None:
 def cmd_predict(args) -> int:
     from srnet.api import predict
 
-    path = predict(args.run_dir, args.split, args.output, plugins=args.plugins)
+    settings = config_values(args, PredictConfig)
+    path = predict(args.run_dir, output=args.output, plugins=args.plugins, **settings)
     print(f"wrote {path}")
     return 0
 
@@ -52,36 +53,21 @@ def add_attack(sub) -> None:
     p = sub.add_parser("attack", help="attack a run's or model's predictions with a registered attack")
     p.add_argument("model", help="srnet run directory, or a model with --recipe and --out")
     p.add_argument("--recipe", help="recipe naming the task and data (default: the run's config.yaml)")
-    p.add_argument("--attack", required=True, help="attack name: {attacks}")
-    p.add_argument("--n", type=int, help="examples to attack, drawn with --seed (default: the whole split)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--split", default="dev", help="dev, or the name of an eval/challenge split")
+    add_config_flags(p, AttackConfig)
     p.add_argument("--out", help="results folder (default RUN/attack)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the earlier results of this attack in the results folder")
-    p.add_argument("--examples", type=int, default=0, metavar="N",
-                   help="also write <out>/<attack>_examples.md: the first N successes, changed words marked")
-    p.add_argument("--param", dest="params", action="append", default=[], metavar="KEY=VALUE",
-                   help="attack setting, e.g. --param max_fraction=0.2 (repeatable)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     plugins_flag(p)
     p.set_defaults(func=cmd_attack)
 
 
 def cmd_attack(args) -> int:
-
     from srnet import api
     from srnet.reporting.render import format_table
 
-    params = {}
-    for item in args.params:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SrnetError(f"--param {item!r}: expected KEY=VALUE")
-        params[key] = load_yaml(value, f"--with {key}")
-    report = api.attack(args.model, args.recipe, args.overrides, attack=args.attack, n=args.n, seed=args.seed,
-                        split=args.split, out=args.out, params=params, examples=args.examples,
-                        overwrite=args.overwrite, plugins=args.plugins)
+    report = api.attack(args.model, recipe=args.recipe, overrides=args.overrides, out=args.out,
+                        overwrite=args.overwrite, plugins=args.plugins, **config_values(args, AttackConfig))
     s = report.summary
     row = {k: s[k] for k in ("total", "skipped", "successful", "failed", "clean", "aua", "success_rate",
                              "avg_queries")}
@@ -96,7 +82,7 @@ def add_report(sub) -> None:
     p.add_argument("runs", nargs="+", metavar="PATH",
                    help="run directories and/or folders searched recursively for complete runs")
     p.add_argument("--out", help="report folder (default PATH/report for one PATH, else ./report)")
-    p.add_argument("--no-figures", action="store_true", help="write report.md with tables only")
+    add_config_flags(p, ReportConfig)
     plugins_flag(p)
     p.set_defaults(func=cmd_report)
 
@@ -104,7 +90,7 @@ def add_report(sub) -> None:
 def cmd_report(args) -> int:
     from srnet.api import report as write_report
 
-    report = write_report(args.runs, args.out, figures=not args.no_figures, plugins=args.plugins)
+    report = write_report(args.runs, out=args.out, plugins=args.plugins, **config_values(args, ReportConfig))
     print("\n".join(report.tables))
     print(f"wrote {report.path} and {len(report.figures)} figures")
     return 0

@@ -5,8 +5,9 @@ with CE; ``bias_model`` fits the bias model; ``control`` trains a CE mask at 50%
 CE model and ``prune`` a PoE mask at 50% (Win-win paradigm (a)), so the difference between the
 two is PoE's.  Every stage keeps its last checkpoint (``training.select: last``): selecting on the
 biased ID dev split would keep the early, shortcut-following mask.  The masks start from OMP's
-(hard init, kept scores 0.02) and train at mask lr 3e-4, which moves a score by up to ~0.04 in the
-126 steps (at the paper's 5e-5 the mask never leaves OMP's).  Then ``srnet report`` writes
+(hard init, kept scores 0.02) and train at ``mask_lr: auto``, which on the 126-step schedule is
+its cap, 4e-4 (a score needs 25 steps to travel the threshold; at the paper's 5e-5 the mask never
+leaves OMP's, at the uncapped 8.2e-4 both masks collapse).  Then ``srnet report`` writes
 ``report/report.md`` and its figures.  The default task is the synthetic controlled-bias NLI
 task; with a data folder, the real MNLI sample (subsampled) -> MNLI dev-matched and HANS.
 
@@ -32,7 +33,7 @@ from srnet.io import atomic_write_text
 SUMMARY = "summary.txt"
 
 SEEDS = (42, 1, 2, 3, 4, 5, 6, 7, 8, 9)
-MASK = {"method": "mask_train", "sparsity": 0.5, "params": {"init": "hard", "mask_lr": 3e-4}}
+MASK = {"method": "mask_train", "sparsity": 0.5, "params": {"init": "hard", "mask_lr": "auto"}}
 STAGES: dict[str, dict[str, Any]] = {
     "ft": {"kind": "train", "set": {"loss.name": "ce", "bias_dir": "@bias_model", "tags.paradigm": "dense"}},
     "bias_model": {"kind": "bias_fit"},

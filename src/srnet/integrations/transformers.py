@@ -122,6 +122,7 @@ class SrnetTrainer(Trainer):
         self.loss_is_scaled_for_ga = False  # srnet losses are per-batch means
         self.data_collator = ExtrasCollator(self.data_collator, id_column, self._extras)
         self._pending_state: Path | None = None
+        self._mask_ids: set[int] = set()  # the mask group's parameters, by id
         self.add_callback(_MethodSteps(self))
 
     # ------------------------------------------------------------------ setup
@@ -167,17 +168,32 @@ class SrnetTrainer(Trainer):
     def _regroup_masks(self) -> None:
         """Move the mask parameters out of the Trainer's weight groups into one group at the
         method's ``mask_lr`` (no weight decay)."""
-        groups = [g for g in self.method.param_groups(self.model, self.args.learning_rate)
-                  if g.get("name") == "mask"]
-        if not groups:
+        mask_group = self.method.mask_group()
+        if mask_group is None:
             return
-        masks = {id(p) for p in groups[0]["params"]}
+        self._mask_ids = masks = {id(p) for p in mask_group["params"]}
         optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
         for group in optimizer.param_groups:
             group["params"] = [p for p in group["params"] if id(p) not in masks]
         optimizer.param_groups[:] = [g for g in optimizer.param_groups if g["params"]]
-        optimizer.add_param_group({"params": groups[0]["params"], "lr": self.method.mask_lr,
-                                   "weight_decay": 0.0})
+        optimizer.add_param_group(mask_group)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        """The Trainer's log, with the learning rates by group: the Trainer logs its first
+        group's as ``learning_rate``, which is the mask's when no weight trains."""
+        if "learning_rate" in logs and self._mask_ids:
+            logs = {k: v for k, v in logs.items() if k != "learning_rate"} | self._learning_rates()
+        super().log(logs, start_time)
+
+    def _learning_rates(self) -> dict[str, float]:
+        """The current lr of the weights (``learning_rate``, when any train) and of the mask
+        parameters (``mask_lr``)."""
+        optimizer = getattr(self.optimizer, "optimizer", self.optimizer)
+        rates: dict[str, float] = {}
+        for group in optimizer.param_groups:
+            key = "mask_lr" if id(group["params"][0]) in self._mask_ids else "learning_rate"
+            rates.setdefault(key, group["lr"])
+        return rates
 
     # ------------------------------------------------------------------ the step
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):

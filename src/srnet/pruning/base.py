@@ -5,7 +5,7 @@ section: a :class:`~srnet.pruning.config.MethodParams`), registered by name with
 :func:`~srnet.pruning.registry.register_method` in its own module.
 
 Lifecycle (as in ``torch.ao.pruning``): ``prepare(model, total_steps)`` attaches mask
-parametrizations; the training loop then calls ``param_groups``, ``penalty`` and, after every
+parametrizations; the training loop then calls ``mask_group``, ``penalty`` and, after every
 optimizer step, ``on_step(step)``; ``freeze()`` makes the applied mask exact at the current
 target before an evaluation or a save.  Resuming: ``prepare`` a fresh model, load the saved
 (parametrized) ``model.state_dict()``, then ``method.load_state_dict``.
@@ -179,31 +179,16 @@ class PruningMethod(ABC):
                 attach(target.module, mask)
         self._masks = masks
 
-    @property
-    def mask_lr(self) -> float | None:
-        """The learning rate of trainable mask parameters (None: the method has none)."""
-        return None
-
     def mask_budget(self) -> dict[str, Any] | None:
         """How far the mask could move: the resolved mask lr, its rule and reach (``metrics.json``'s
         ``mask_budget``); None for methods without that notion."""
         return None
 
-    def param_groups(self, model: nn.Module, lr: float) -> list[dict[str, Any]]:
-        """Optimizer groups: mask parameters at :attr:`mask_lr`, trainable weights at ``lr``."""
-        mask_params = [p for m in self._masks for p in m.parameters() if p.requires_grad]
-        mask_ids = {id(p) for p in mask_params}
-        weights = [p for p in model.parameters() if p.requires_grad and id(p) not in mask_ids]
-        groups = []
-        if mask_params:
-            if self.mask_lr is None:
-                raise RuntimeError(f"internal error: method '{self.name}' trains masks but has no mask_lr")
-            groups.append(
-                {"params": mask_params, "lr": self.mask_lr, "weight_decay": 0.0, "name": "mask"}
-            )
-        if weights:
-            groups.append({"params": weights, "lr": lr, "name": "weights"})
-        return groups
+    def mask_group(self) -> dict[str, Any] | None:
+        """The optimizer group of the trainable mask parameters, at their resolved lr and without
+        weight decay; None when the method trains none.  Both trainers take it as it is and put
+        every other trainable parameter in their own weight groups."""
+        return None
 
     def penalty(self) -> Tensor | None:
         """A term to add to the loss (``None`` when the method has none)."""
@@ -344,7 +329,14 @@ class LearnedMaskMethod(PruningMethod):
 
     @property
     def mask_lr(self) -> float:
-        return self.params.mask_lr
+        """The mask parameters' learning rate as resolved (a number, or ``auto``'s rule)."""
+        return float(self.params.mask_lr)
+
+    def mask_group(self) -> dict[str, Any] | None:
+        params = [p for m in self._masks for p in m.parameters() if p.requires_grad]
+        if not params:
+            return None
+        return {"params": params, "lr": self.mask_lr, "weight_decay": 0.0, "name": "mask"}
 
     def setup(self, model: nn.Module) -> None:
         self.schedule = self.cfg.schedule.build(self.cfg.sparsity, self.total_steps)

@@ -40,16 +40,32 @@ mask and soft 0.16 4.4%, both keeping the model; hard 2.2 and soft 1.6 destroyed
 agree, on lr x steps they are 20x apart."""
 
 
+MIN_STEPS_PER_THRESHOLD = 25
+"""``mask_lr: auto``'s cap: a score needs at least this many peak-lr steps to travel one initial
+threshold (``scale / lr``).  Adam moves every score by about the lr per step whatever its gradient,
+so below this a few noisy re-rank intervals reshuffle the whole mask.  Measured: 12 (the demo's
+126 steps at reach 0.65), 9.8 (hard reach 2.2) and 13.5 (soft reach 1.6, both 933 steps) lost the
+model; 33 (hard 0.65 over 933 steps, 3e-4 over the demo's 126) kept it.  The square-root rule
+reaches the cap only on schedules under ~330 steps (hard) or ~50 (soft)."""
+
+
 def auto_mask_lr(reach: float, scale: float, steps: int) -> float:
-    """The mask lr whose random-walk reach is ``reach`` score units of ``scale``.
+    """The mask lr whose random-walk reach is ``reach`` score units of ``scale``, capped at
+    ``scale / MIN_STEPS_PER_THRESHOLD`` (:func:`auto_lr_capped` says when the cap binds).
 
     AdamW moves a score by about the lr per step; on noisy gradients the moves add up like a random
     walk, to about ``lr * sqrt(effective steps)``, with ``effective steps = SCHEDULE_MEAN * steps``.
     ``scale`` is the initial threshold (hard init: alpha*phi/2; soft: the |W| quantile at the
     target), so ``reach`` ~ 1 lets noise carry scores near the threshold across it and lets a
-    consistent gradient carry any score well beyond, while the largest weights stay kept.
+    consistent gradient carry any score well beyond, while the largest weights stay kept.  On a
+    short schedule that lr would let a score cross the threshold in a handful of steps: the cap.
     """
-    return reach * scale / math.sqrt(SCHEDULE_MEAN * steps)
+    return min(reach * scale / math.sqrt(SCHEDULE_MEAN * steps), scale / MIN_STEPS_PER_THRESHOLD)
+
+
+def auto_lr_capped(reach: float, scale: float, steps: int) -> bool:
+    """Whether :func:`auto_mask_lr`'s cap, not the reach, sets the lr on this schedule."""
+    return reach * scale / math.sqrt(SCHEDULE_MEAN * steps) > scale / MIN_STEPS_PER_THRESHOLD
 
 
 def implied_reach(mask_lr: float, scale: float, steps: int) -> float:
@@ -180,10 +196,18 @@ class MaskTraining(LearnedMaskMethod):
         """The scores' learning rate, resolved from the schedule for ``mask_lr: auto``."""
         return self._lr
 
+    @property
+    def _capped(self) -> bool:
+        """``mask_lr: auto`` set by its cap (:data:`MIN_STEPS_PER_THRESHOLD`), not by the reach."""
+        params = self.params
+        return params.mask_lr == "auto" and auto_lr_capped(
+            float(params.mask_reach or 0.0), self._scale, self.total_steps)
+
     def mask_budget(self) -> dict[str, Any]:
         given = self.params.mask_lr != "auto"
-        return {"mask_lr": self._lr, "rule": "given" if given else "auto",
+        return {"mask_lr": self._lr, "rule": "given" if given else "auto", "capped": self._capped,
                 "reach": implied_reach(self._lr, self._scale, self.total_steps),
+                "steps_per_threshold": self._scale / self._lr,
                 "score_scale": self._scale, "steps": self.total_steps, "init": self.params.init}
 
     @property
@@ -191,24 +215,31 @@ class MaskTraining(LearnedMaskMethod):
         return START_NAMES[self.params.init]
 
     def _check_reach(self) -> None:
-        """Warn, before any step is spent, when the lr's reach (:func:`implied_reach`) is outside
-        the range where the calibration saw masks move without losing the model."""
-        init = self.params.init
+        """Say, before any step is spent, when ``mask_lr: auto`` is capped on this schedule, and
+        warn when the lr's reach (:func:`implied_reach`) or its steps per threshold are outside the
+        range where the calibration saw masks move without losing the model."""
+        init, steps = self.params.init, self.total_steps
+        reach = implied_reach(self._lr, self._scale, steps)
+        if self._capped:
+            log.info("pruning.params.mask_lr: auto is capped at %.1e on this %d-step schedule (a score "
+                     "travels the initial threshold %.3g in no fewer than %d steps; reach %.2f)",
+                     self._lr, steps, self._scale, MIN_STEPS_PER_THRESHOLD, reach)
+            return
         if init not in REACH_RANGE:
             return
-        reach = implied_reach(self._lr, self._scale, self.total_steps)
         low, high = REACH_RANGE[init]
-        auto = auto_mask_lr(DEFAULT_REACH[init], self._scale, self.total_steps)
+        auto = auto_mask_lr(DEFAULT_REACH[init], self._scale, steps)
         if reach < low:
             log.warning(
                 "pruning.params.mask_lr %g over %d steps reaches %.2f of the initial threshold %.3g: "
-                "the mask will barely leave %s (mask_lr: auto gives %.1e)", self._lr, self.total_steps,
+                "the mask will barely leave %s (mask_lr: auto gives %.1e)", self._lr, steps,
                 reach, self._scale, self.start_name, auto)
-        elif reach > high:
+        elif reach > high or self._scale / self._lr < MIN_STEPS_PER_THRESHOLD:
             log.warning(
-                "pruning.params.mask_lr %g over %d steps reaches %.1f times the initial threshold %.3g: "
-                "gradient noise may scramble the mask and lose the model (mask_lr: auto gives %.1e)",
-                self._lr, self.total_steps, reach, self._scale, auto)
+                "pruning.params.mask_lr %g over %d steps reaches %.1f times the initial threshold %.3g "
+                "(one threshold in %.0f steps): gradient noise may scramble the mask and lose the model "
+                "(mask_lr: auto gives %.1e)", self._lr, steps, reach, self._scale,
+                self._scale / self._lr, auto)
 
     def make_masks(self) -> list[FixedMask]:
         weights = [original_weight(t.module) for t in self.targets]

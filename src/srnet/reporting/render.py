@@ -6,6 +6,7 @@ import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from textwrap import fill
 from typing import Any
 
 import numpy as np
@@ -187,51 +188,74 @@ class Panel:
 SPARSITY_AXIS = "sparsity (% of encoder weights removed)"
 
 
+MAX_COLUMNS = 3
+"""Panels per row of :func:`plot_sparsity_curves`' grid."""
+
+
 def plot_sparsity_curves(panels: Sequence[Panel], path: str | Path, *, title: str | None = None,
                          xlabel: str = SPARSITY_AXIS) -> Path:
-    """Metrics against sparsity (or another fraction, ``xlabel``), one panel per metric, side by
-    side (the papers' figure).
+    """Metrics against sparsity (or another fraction, ``xlabel``), one panel per metric on a grid
+    (:func:`sparsity_curves_figure`); panels with nothing to draw are left out."""
+    drawn = [panel for panel in panels if panel.curves or panel.dense]
+    if not drawn:
+        raise SrnetError(f"{path}: no points to plot")
+    return save_figure(sparsity_curves_figure(drawn, title=title, xlabel=xlabel), path)
+
+
+def sparsity_curves_figure(panels: Sequence[Panel], *, title: str | None = None,
+                           xlabel: str = SPARSITY_AXIS) -> Figure:
+    """The papers' figure on a grid of up to :data:`MAX_COLUMNS` panels a row, titles wrapped.
 
     Each curve is a line with markers and a ±std band; dense models are horizontal dashed lines
-    (with their ±std band), not points at 0%.  Values are fractions, shown as percentages; one
-    legend for all panels sits outside the data, on the right.
+    (with their ±std band), not points at 0%.  Values are fractions, shown as percentages, each
+    panel's y axis fitted to its own values; one legend for all panels sits outside the data, on
+    the right.
     """
-    if not any(panel.curves or panel.dense for panel in panels):
-        raise SrnetError(f"{path}: no points to plot")
     names = list(dict.fromkeys(
         [c.name for p in panels for c in p.curves] + [f"{d[0]} (dense)" for p in panels for d in p.dense]
     ))
     colors = {name: f"C{i % 10}" for i, name in enumerate(names)}
-    fig = new_figure(figsize=(4.2 * len(panels) + 2.8, 4.0))
-    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    columns = min(MAX_COLUMNS, len(panels))
+    rows = -(-len(panels) // columns)
+    fig = new_figure(figsize=(4.4 * columns + 2.8, 3.4 * rows + 0.8))
+    axes = fig.subplots(rows, columns, squeeze=False).ravel()
     handles: dict[str, Any] = {}
-    for ax, panel in zip(axes, panels, strict=True):
-        xs_all = [x for c in panel.curves for x, _, _ in c.points] or [0.0, 1.0]
-        for curve in panel.curves:
-            xs, means, stds = zip(*sorted(curve.points), strict=True)
-            color = colors[curve.name]
-            (handles[curve.name],) = ax.plot(xs, means, "o-", color=color, label=curve.name)
-            if any(s is not None for s in stds):
-                lo = [m - (s or 0.0) for m, s in zip(means, stds, strict=True)]
-                hi = [m + (s or 0.0) for m, s in zip(means, stds, strict=True)]
-                ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
-        for name, mean, std in panel.dense:
-            label = f"{name} (dense)"
-            handles[label] = ax.axhline(mean, color=colors[label], linestyle="--", label=label)
-            if std:
-                ax.axhspan(mean - std, mean + std, color=colors[label], alpha=0.1, linewidth=0)
-        ax.set_xlim(min(xs_all) - 0.05, max(xs_all) + 0.05)
-        ax.set_title(panel.title)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(panel.ylabel)
-        ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
-        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
-        ax.grid(alpha=0.3)
+    for ax, panel in zip(axes, panels, strict=False):
+        handles.update(_draw_panel(ax, panel, colors, xlabel))
+    for ax in axes[len(panels):]:
+        ax.remove()  # the last row's unused cells
     fig.legend(list(handles.values()), list(handles), loc="outside right center",
                title="method / loss (±std over seeds)")
     if title:
-        fig.suptitle(title)
-    return save_figure(fig, path)
+        fig.suptitle(fill(title, 110))
+    return fig
+
+
+def _draw_panel(ax, panel: Panel, colors: Mapping[str, str], xlabel: str) -> dict[str, Any]:
+    """One panel's curves (±std bands) and dense levels; returns the legend handles by name."""
+    handles: dict[str, Any] = {}
+    xs_all = [x for c in panel.curves for x, _, _ in c.points] or [0.0, 1.0]
+    for curve in panel.curves:
+        xs, means, stds = zip(*sorted(curve.points), strict=True)
+        color = colors[curve.name]
+        (handles[curve.name],) = ax.plot(xs, means, "o-", color=color, label=curve.name)
+        if any(s is not None for s in stds):
+            lo = [m - (s or 0.0) for m, s in zip(means, stds, strict=True)]
+            hi = [m + (s or 0.0) for m, s in zip(means, stds, strict=True)]
+            ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
+    for name, mean, std in panel.dense:
+        label = f"{name} (dense)"
+        handles[label] = ax.axhline(mean, color=colors[label], linestyle="--", label=label)
+        if std:
+            ax.axhspan(mean - std, mean + std, color=colors[label], alpha=0.1, linewidth=0)
+    ax.set_xlim(min(xs_all) - 0.05, max(xs_all) + 0.05)
+    ax.set_title(fill(panel.title, 48), fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(fill(panel.ylabel, 36))
+    ax.xaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
+    ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0))
+    ax.grid(alpha=0.3)
+    return handles
 
 
 def plot_group_bars(

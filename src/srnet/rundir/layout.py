@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from srnet.errors import SrnetError
+from srnet.errors import NeedsOption, SrnetError
 from srnet.training.checkpoint import TrainerFiles
 
 PACKAGES = ("srnet", "torch", "transformers", "accelerate", "datasets", "tokenizers",
@@ -108,10 +108,8 @@ class RunDir:
         """Refuse to clobber an earlier run unless asked (nothing is touched here)."""
         started = self.checkpoints.exists() or self.metrics.exists()  # a run that trained or finished
         if started and not (resume or overwrite):
-            raise SrnetError(
-                f"run directory {self.root} already holds a run; pass --resume to continue it "
-                "or --overwrite to start again"
-            )
+            raise NeedsOption(f"run directory {self.root} already holds a run; pass resume=True to "
+                              "continue it or overwrite=True to start again", "resume", "overwrite")
 
     def recover(self) -> str | None:
         """Finish what a killed ``--overwrite`` left half done, and clear a killed finish's debris;

@@ -30,6 +30,9 @@ NO_GOLD = "-"
 TEXT_COLUMN = "text"
 """The one column of a plain-text file's rows."""
 
+DATA_DIR_ENV = "SRNET_DATA_DIR"
+"""Environment variable naming the folder that relative data paths are read from."""
+
 
 class RawRow(NamedTuple):
     """One record: its 1-based line number (for error messages) and its fields as strings."""
@@ -47,11 +50,24 @@ class RawSplit:
     rows: Iterator[RawRow]
 
 
+def data_dir(base_dir: str | Path | None = None) -> Path | None:
+    """The folder relative data paths are read from: ``base_dir``, else ``$SRNET_DATA_DIR``, else
+    None (the cwd)."""
+    base = base_dir or os.environ.get(DATA_DIR_ENV)
+    return Path(base) if base else None
+
+
+def expand(path: str) -> Path:
+    """``path`` with ``$VARS`` and ``~`` expanded."""
+    return Path(os.path.expanduser(os.path.expandvars(path)))
+
+
 def resolve_path(path: str, base_dir: str | Path | None = None) -> Path:
-    """Expand ``$VARS`` and ``~``; resolve a relative path against ``base_dir`` (else the cwd)."""
-    resolved = Path(os.path.expanduser(os.path.expandvars(path)))
-    if not resolved.is_absolute() and base_dir is not None:
-        resolved = Path(base_dir) / resolved
+    """Expand ``$VARS`` and ``~``; resolve a relative path against :func:`data_dir`."""
+    resolved = expand(path)
+    folder = data_dir(base_dir)
+    if not resolved.is_absolute() and folder is not None:
+        resolved = folder / resolved
     return resolved
 
 
@@ -76,9 +92,9 @@ def open_split(spec: DataSpec, base_dir: str | Path | None = None) -> RawSplit:
 
 def _where_looked(given: str, base_dir: str | Path | None) -> str:
     """For a relative path: the folder it was resolved against and how to change it."""
-    if resolve_path(given).is_absolute():
+    if expand(given).is_absolute():
         return ""
-    folder = Path(base_dir) if base_dir is not None else Path.cwd()
+    folder = data_dir(base_dir) or Path.cwd()
     return (
         f" (relative path '{given}' looked for in {folder.resolve()}; set SRNET_DATA_DIR or "
         f"data.base_dir to the data folder)"

@@ -4,7 +4,7 @@ The loop owns optimisation (AdamW, linear warm-up/decay, clipping, accumulation)
 evaluation cadence, best-checkpoint choice on the ID dev metric only, resumable
 checkpoints and logging.  The step itself is :func:`srnet.training.objectives.train_step` with a
 registered objective (``standard``, ``freelb``) and a registered loss.  A pruning method plugs in
-through its small interface (``param_groups``, ``penalty``, ``on_step``, ``freeze``, ``masks``;
+through its small interface (``mask_group``, ``penalty``, ``on_step``, ``freeze``, ``masks``;
 ``calibrate`` on the first training batches for one that ``calibrates``); dense training is the
 ``dense`` method, whose mask set is empty.
 
@@ -155,7 +155,8 @@ class Trainer:
 
         attach(method, model, self.steps, calibration=calibration,
                setup=lambda: self.objective.setup(model, tokenizer))
-        groups = [g for g in method.param_groups(model, cfg.lr) if g.get("name") != "weights"]
+        mask_group = method.mask_group()
+        groups = [mask_group] if mask_group else []
         trained = {id(p) for p in model.parameters() if p.requires_grad}
         mask_params = {id(p) for g in groups for p in g["params"]}
         groups += weight_param_groups(model, cfg.lr, cfg.weight_decay, trained - mask_params)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,10 +9,8 @@ from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.tasks import Task, load_examples, load_split
 from srnet.tasks.base import Example
+from srnet.tasks.readers import data_dir
 from srnet.tasks.spec import DataSpec
-
-DATA_DIR_ENV = "SRNET_DATA_DIR"
-"""Environment variable naming the folder that relative data paths are read from."""
 
 
 @dataclass
@@ -30,8 +27,7 @@ class RunData:
 
 def data_base_dir(recipe: Recipe) -> Path | None:
     """Where relative data paths are resolved: ``data.base_dir``, ``$SRNET_DATA_DIR`` or cwd."""
-    base = recipe.data.base_dir or os.environ.get(DATA_DIR_ENV)
-    return Path(base) if base else None
+    return data_dir(recipe.data.base_dir)
 
 
 def load_run_data(recipe: Recipe, task: Task) -> RunData:

@@ -50,6 +50,11 @@ class SweepResult:
     def ok(self) -> bool:
         return not self.failed and not self.skipped
 
+    def __repr__(self) -> str:
+        """One line of counts (the jobs' recipes are in ``jobs``)."""
+        return (f"SweepResult('{self.output_dir}': {len(self.jobs)} stages, {len(self.ran)} ran, "
+                f"{len(self.failed)} failed, {len(self.skipped)} skipped)")
+
 
 def run_job(job: Job) -> None:
     """Run one job in this process and mark it complete (the worker's entry point)."""

@@ -30,7 +30,7 @@ from srnet.config import (
     set_dotted,
     validation_line,
 )
-from srnet.errors import SrnetError
+from srnet.errors import NeedsOption, SrnetError
 from srnet.experiments.refs import intermediate_refs, resolve_gathered_refs, resolve_refs, stage_refs
 from srnet.experiments.sweep.stages import get_stage
 from srnet.io import atomic_write_text, read_yaml
@@ -338,7 +338,8 @@ def record_sweep(data: dict[str, Any], output_dir: Path, *, resume: bool) -> Non
     record = output_dir / RECORD
     if record.is_file():
         if not resume:
-            raise SrnetError(f"{output_dir} already holds a sweep ({record}); pass --resume to continue it")
+            raise NeedsOption(f"{output_dir} already holds a sweep ({record}); pass resume=True to "
+                              "continue it", "resume")
         changed = first_conflict(read_yaml(record), data)
         if changed:
             raise SrnetError(f"{record}: --resume with a changed sweep: '{changed}' differs from the "

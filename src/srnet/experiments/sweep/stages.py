@@ -36,28 +36,29 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
+from srnet.experiments.verbs.config import (
+    AttackConfig,
+    AttackSettings,
+    BenchConfig,
+    DifficultyConfig,
+    ExportConfig,
+    PredictConfig,
+    VerbConfig,
+)
 from srnet.io import read_yaml
 from srnet.registry import Registry
 from srnet.rundir.layout import RunDir
 
 
-class NoParams(BaseModel):
-    """A stage without parameters of its own."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    non_semantic: ClassVar[tuple[str, ...]] = ()
-    """Parameters left out of the stage's key (they change what is written beside the results, not
-    the results), so a finished stage keeps its key when one is added or set."""
-    added_later: ClassVar[dict[str, Any]] = {}
-    """Parameters added after studies were recorded -> their default: left out of the key while at
-    it, so a recorded stage keeps its key."""
+class NoParams(VerbConfig):
+    """A stage without parameters of its own (a stage's params model is its verb's config, or adds
+    the stage's inputs to it: :mod:`srnet.experiments.verbs.config`)."""
 
 
 class Stage(ABC):
@@ -130,9 +131,8 @@ class BiasFitStage(Stage):
         fit_bias(recipe, folder, overwrite=True)  # the stage owns its folder (a rerun replaces)
 
 
-class PredictParams(NoParams):
+class PredictParams(PredictConfig):
     run: str = Field(description="the run whose model predicts, e.g. '@ft'")
-    split: str = Field("train", description="train, dev, or an eval/challenge split name")
 
 
 @register_stage("predict")
@@ -150,9 +150,8 @@ class PredictStage(Stage):
         predict_run_split(params.run, params.split, self.output(folder, params))
 
 
-class DifficultyParams(NoParams):
+class DifficultyParams(DifficultyConfig):
     runs: list[str] = Field(min_length=1, description="runs at several sparsities, e.g. ['@p3', '@p7']")
-    alpha: float = Field(0.2, ge=0, le=1, description="lowest difficulty")
 
 
 @register_stage("difficulty")
@@ -212,15 +211,9 @@ class RandomLikeStage(TicketStage):
         write_random_like(params.masks, self.output(folder, params), seed=recipe.seed, overwrite=True)
 
 
-class AttackParams(NoParams):
+class AttackParams(AttackSettings):
     runs: list[str] = Field(min_length=1, description="the attacked runs, e.g. ['@ft', '@ticket_ft']")
     attacks: list[str] = Field(min_length=1, description="attack names, e.g. [charswap, wordswap]")
-    split: str = Field("dev", description="dev, or an eval/challenge split name")
-    n: int | None = Field(None, ge=1, description="examples attacked (a seeded subset); all when null")
-    seed: int = Field(0, description="seed of the subset and of the attacks' random choices")
-    examples: int = Field(0, ge=0, description="first successes written to RUN/attack/<name>_examples.md")
-
-    non_semantic: ClassVar[tuple[str, ...]] = ("examples",)  # a review file: not in the stage key
     params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="attack name -> its parameters, e.g. {wordswap: {neighbours: both}}"
     )
@@ -260,23 +253,17 @@ class AttackStage(Stage):
                 done = folder / f"{index}_{name}.done"
                 if done.is_file():
                     continue
-                report = attack_run(run, None, name, n=params.n, seed=params.seed, split=params.split,
-                                    params=params.params.get(name), examples=params.examples,
-                                    overwrite=True)  # a rerun of the unfinished pair
+                config = AttackConfig(**params.model_dump(include=set(AttackSettings.model_fields)),
+                                      attack=name, params=params.params.get(name, {}))
+                report = attack_run(run, None, config, overwrite=True)  # a rerun of the unfinished pair
                 atomic_write_text(done, f"{report.summary_path}\n")
 
 
-class ExportParams(NoParams):
+class ExportParams(ExportConfig):
     run: str = Field(description="the run to export, e.g. '@recover'")
     masks: str | None = Field(
         None, description="mask file or run; default: the run's masks.safetensors, else the mask "
         "file its recipe trained with (pruning.params.mask_file)")
-    shrink: bool = Field(False, description="remove pruned heads and neurons (head/neuron masks only)")
-    onnx: bool = Field(False, description="also write model.onnx (needs srnet[onnx])")
-    quantize: Literal["int8"] | None = Field(
-        None, description="with onnx: also write model.int8.onnx (ONNX Runtime's dynamic INT8)")
-
-    added_later: ClassVar[dict[str, Any]] = {"quantize": None}
 
 
 @register_stage("export")
@@ -304,8 +291,7 @@ class ExportStage(Stage):
         atomic_write_json(folder / "export.json", {"run": params.run, "masks": str(masks),
                                                    "shrink": params.shrink, "onnx": params.onnx,
                                                    "quantize": params.quantize})
-        export_run(params.run, masks, out, overwrite=True, shrink=params.shrink, onnx=params.onnx,
-                   quantize=params.quantize)
+        export_run(params.run, masks, out, params, overwrite=True)  # its settings: an ExportConfig
 
 
 def run_masks(run: str | Path) -> Path:
@@ -327,23 +313,10 @@ def run_masks(run: str | Path) -> Path:
     return Path(mask_file)
 
 
-class BenchParams(NoParams):
+class BenchParams(BenchConfig):
     models: list[str] = Field(
         min_length=1, description="models to time, the baseline first: run folders, exports or "
         "'@stage' references (a stage of several grid points stands for all its outputs)")
-    omp: list[Annotated[float, Field(ge=0, lt=1)]] = Field(
-        [], description="also time OMP of the first model at these sparsities: head+neuron masks "
-        "shrunk, and unstructured masks in dense weights")
-    batch_sizes: list[int] = Field([1, 32], min_length=1, description="batch sizes")
-    lengths: list[int] = Field([64, 128], min_length=1, description="sequence lengths (tokens)")
-    rounds: int = Field(10, ge=1, description="timed rounds (the median is reported)")
-    warmup: int = Field(2, ge=0, description="untimed rounds first")
-    threads: int | None = Field(None, ge=1, description="torch (and ONNX Runtime) threads; default torch's")
-    onnx: bool = Field(False, description="also time every model under ONNX Runtime (needs srnet[onnx])")
-    quantize: Literal["int8"] | None = Field(
-        None, description="with onnx: also time each model's dynamic INT8 ONNX graph")
-
-    added_later: ClassVar[dict[str, Any]] = {"quantize": None, "omp": []}
 
 
 @register_stage("bench")
@@ -363,5 +336,4 @@ class BenchStage(Stage):
     def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
         from srnet.experiments.verbs.bench import bench
 
-        settings = params.model_dump(exclude={"models"})  # each field is the verb's keyword
-        bench(params.models, **settings, out=self.output(folder, params), overwrite=True)  # its own file
+        bench(params.models, params, out=self.output(folder, params), overwrite=True)  # its own file

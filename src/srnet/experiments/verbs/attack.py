@@ -25,6 +25,7 @@ from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits
 from srnet.experiments.run.data import data_base_dir
 from srnet.experiments.verbs.attack_examples import write_examples
+from srnet.experiments.verbs.config import AttackConfig
 from srnet.experiments.verbs.split_predictions import find_split
 from srnet.export.onnx import require_onnx, runtime_graphs, runtime_model
 from srnet.io import atomic_write_json, atomic_write_jsonl, refuse_existing
@@ -48,26 +49,21 @@ class AttackReport:
 def attack_run(
     model: str,
     recipe: Recipe | None,
-    attack: str,
+    config: AttackConfig,
     *,
-    n: int | None = None,
-    seed: int = 0,
-    split: str = "dev",
     out: str | Path | None = None,
-    params: dict[str, Any] | None = None,
     resources: dict[str, Any] | None = None,
-    examples: int = 0,
-    overwrite: bool = False,
+    overwrite: bool,
 ) -> AttackReport:
-    """Attack ``n`` examples (all when None) of ``split`` of ``model`` (a run directory or a model).
+    """Attack ``config.n`` examples (all when None) of ``config.split`` of ``model`` (a run directory
+    or a model) with ``config.attack``.
 
     ``recipe`` defaults to a run's own ``config.yaml``; ``resources`` are passed to the attack
-    (e.g. ``neighbours=SynonymTable(...)``); ``examples`` > 0 writes the first that many successes
-    to ``<attack>_examples.md``.  Earlier results of the same attack in ``out`` are replaced only
-    with ``overwrite`` (checked before the model loads).
+    (e.g. ``neighbours=SynonymTable(...)``); ``config.examples`` > 0 writes the first that many
+    successes to ``<attack>_examples.md``.  Earlier results of the same attack in ``out`` are
+    replaced only with ``overwrite`` (checked before the model loads).
     """
-    if examples < 0:
-        raise SrnetError(f"--examples {examples}: must be 0 or more")
+    attack, n, seed, split = config.attack, config.n, config.seed, config.split
     run = RunDir(Path(model))
     is_run = run.model.is_dir()
     if recipe is None:
@@ -78,7 +74,7 @@ def attack_run(
         if not is_run:
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
         out = run.root / "attack"
-    attacker = build_attack(attack, params, **(resources or {}))
+    attacker = build_attack(attack, config.params, **(resources or {}))
     if recipe.evaluation.runtime != "torch":
         require_onnx()  # before any data or model loads
     task = get_task(recipe.task)
@@ -122,7 +118,7 @@ def attack_run(
         "time_s": round(elapsed, 1),
         "queries_per_s": round(victim.queries / elapsed, 1) if elapsed > 0 else None,
     }
-    return _write_results(Path(out), summary, attacked, outcomes, space.names, examples)
+    return _write_results(Path(out), summary, attacked, outcomes, space.names, config.examples)
 
 
 def _examples_to_attack(recipe: Recipe, task, spec, n: int | None, seed: int) -> tuple[list[int], list]:

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from srnet.errors import SrnetError
+from srnet.experiments.verbs.config import BenchConfig
 
 
 @dataclass(frozen=True)
@@ -176,39 +177,28 @@ def onnx_sessions(candidates: Sequence[Candidate],
 
 
 def bench(
-    models: Sequence[str],
-    *,
-    omp: Sequence[float] = (),
-    batch_sizes: Sequence[int] = (1, 32),
-    lengths: Sequence[int] = (64, 128),
-    rounds: int = 10,
-    warmup: int = 2,
-    threads: int | None = None,
-    onnx: bool = False,
-    quantize: str | None = None,
-    out: str | Path | None = None,
-    overwrite: bool = False,
+    models: Sequence[str], config: BenchConfig, *, out: str | Path | None = None, overwrite: bool
 ) -> dict[str, Any]:
     """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
-    load ``models`` (the first is the baseline), add OMP variants of the first at ``omp``
-    sparsities, time them all under :func:`run_bench` with ``threads`` torch threads (restored
-    afterwards: a sweep worker runs further stages) and write the result to ``out`` when given
-    (checked first: an existing file is replaced only with ``overwrite``)."""
-    from srnet.export.onnx import check_quantize, require_onnx
+    load ``models`` (the first is the baseline), add OMP variants of the first at ``config.omp``
+    sparsities, time them all under :func:`run_bench` with ``config.threads`` torch threads
+    (restored afterwards: a sweep worker runs further stages) and write the result to ``out`` when
+    given (checked first: an existing file is replaced only with ``overwrite``)."""
+    from srnet.export.onnx import require_onnx
     from srnet.io import atomic_write_json, check_new_file
 
+    if not models:
+        raise SrnetError("bench needs at least one model")
     if out is not None:
         check_new_file(out, overwrite, "--out")
-    check_quantize(quantize, onnx)
-    if onnx:
+    if config.onnx:
         require_onnx()  # before any model is loaded
     before = torch.get_num_threads()
     try:
-        if threads:
-            torch.set_num_threads(threads)
+        if config.threads:
+            torch.set_num_threads(config.threads)
         candidates = [load_candidate(name) for name in models]
-        candidates += omp_variants(candidates[0], omp)
-        result = run_bench(candidates, batch_sizes, lengths, rounds, warmup, onnx=onnx, quantize=quantize)
+        result = run_bench([*candidates, *omp_variants(candidates[0], config.omp)], config)
     finally:
         torch.set_num_threads(before)
     if out is not None:
@@ -216,32 +206,21 @@ def bench(
     return result
 
 
-def run_bench(
-    candidates: Sequence[Candidate],
-    batch_sizes: Sequence[int] = (1, 32),
-    lengths: Sequence[int] = (64, 128),
-    rounds: int = 10,
-    warmup: int = 2,
-    onnx: bool = False,
-    quantize: str | None = None,
-) -> dict[str, Any]:
-    """Time every candidate at every batch size x sequence length; ratios are to the first one.
+def run_bench(candidates: Sequence[Candidate], config: BenchConfig) -> dict[str, Any]:
+    """Time every candidate at every batch size x sequence length of ``config``; ratios are to the
+    first one.
 
-    With ``onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
+    With ``config.onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
     same interleaved rounds (its row follows the PyTorch row; ``speedup`` is still relative to
     the first candidate under PyTorch); with ``quantize`` its INT8 graph too.  Rows carry ``runtime``
     ``torch``, ``onnxruntime`` or ``onnxruntime-int8``.
     """
-    if not candidates:
-        raise SrnetError("bench needs at least one model")
-    if rounds < 1 or warmup < 0 or min(batch_sizes) < 1 or min(lengths) < 2:
-        raise SrnetError("bench: rounds, batch sizes and lengths must be positive (lengths >= 2)")
-    sessions = onnx_sessions(candidates, quantize) if onnx else None
+    sessions = onnx_sessions(candidates, config.quantize) if config.onnx else None
     vocab = int(candidates[0].model.config.vocab_size)
     generator = torch.Generator().manual_seed(0)
     rows = []
-    for batch in batch_sizes:
-        for length in lengths:
+    for batch in config.batch_sizes:
+        for length in config.lengths:
             inputs = {"input_ids": torch.randint(min(1000, vocab - 1), vocab, (batch, length),
                                                  generator=generator),
                       "attention_mask": torch.ones(batch, length, dtype=torch.long)}
@@ -253,7 +232,7 @@ def run_bench(
 
                     feeds = ort_feeds(session, inputs)
                     runs.append((c, runtime, partial(session.run, ["logits"], feeds)))
-            timed = time_calls([call for _, _, call in runs], rounds, warmup)
+            timed = time_calls([call for _, _, call in runs], config.rounds, config.warmup)
             medians = [statistics.median(t) for t in timed]
             for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True):
                 rows.append({"model": c.label, "runtime": runtime, "params_m": c.parameters / 1e6,
@@ -262,8 +241,8 @@ def run_bench(
                              "spread": (max(t) - min(t)) / s, "seq_per_s": batch / s,
                              "speedup": medians[0] / s})
     load = load_average()
-    result = {"environment": bench_environment(), "threads": torch.get_num_threads(), "rounds": rounds,
-              "warmup": warmup, "load_average": load,
+    result = {"environment": bench_environment(), "threads": torch.get_num_threads(), "rounds": config.rounds,
+              "warmup": config.warmup, "load_average": load,
               "warnings": bench_warnings(rows, load, os.cpu_count() or 1), "rows": rows}
     if sessions is not None:
         from srnet.export.onnx import ATOL, OPSET
@@ -272,7 +251,7 @@ def run_bench(
             "providers": ["CPUExecutionProvider"], "intra_op_threads": torch.get_num_threads(),
             "inter_op_threads": 1, "graph_optimization": "ORT_ENABLE_ALL", "spinning": False,
             "opset": OPSET, "exporter": "torch.onnx.export(dynamo=False)", "check_atol": ATOL,
-            "quantize": quantize,
+            "quantize": config.quantize,
             "graphs": [{"model": c.label, "runtime": runtime, **record} for c, triples
                        in zip(candidates, sessions, strict=True) for runtime, _, record in triples],
         }

@@ -6,31 +6,31 @@ from __future__ import annotations
 from pathlib import Path
 
 from srnet.errors import SrnetError
+from srnet.experiments.verbs.config import ExportConfig
 from srnet.io import read_yaml
 from srnet.rundir.layout import RunDir, load_attacks
 from srnet.rundir.record import read_metrics
 
 
 def export_run(
-    model: str | None, masks: str | Path, out: str | Path, *, overwrite: bool = False, shrink: bool = False,
-    onnx: bool = False, quantize: str | None = None, force: bool = False,
+    model: str | None, masks: str | Path, out: str | Path, config: ExportConfig, *, overwrite: bool,
+    force: bool = False,
 ) -> Path:
     """Check ``masks`` (file and output folder first, then their fit and their weights on
     ``model``: a run directory, hub id or path; None = the run that holds them, refused unless
     ``force`` when they belong to other trained weights), bake them into the model and write
-    ``out`` (``shrink``: pruned heads and neurons removed; ``onnx``: with ``model.onnx``;
-    ``quantize="int8"``: and ``model.int8.onnx``) with a
+    ``out`` (``config.shrink``: pruned heads and neurons removed; ``config.onnx``: with
+    ``model.onnx``; ``config.quantize="int8"``: and ``model.int8.onnx``) with a
     model card that carries the run's figures when ``model`` is a finished run."""
     from srnet.export import bake_masks, export_model
     from srnet.export.checkpoint import check_export_folder
-    from srnet.export.onnx import check_quantize, require_onnx
+    from srnet.export.onnx import require_onnx
     from srnet.models.loading import load_classifier, load_tokenizer
     from srnet.sparsity.fingerprint import weights_digest
     from srnet.sparsity.mask_io import check_fit, load_masks
 
     check_export_folder(out, overwrite)  # what can be checked without the model, before it loads
-    check_quantize(quantize, onnx)
-    if onnx:
+    if config.onnx:
         require_onnx()
     loaded, meta = load_masks(masks)
     owner = _mask_run(masks)
@@ -55,8 +55,8 @@ def export_run(
             "to bake them into this model anyway"
         )
     card = _card_context(Path(model)) if RunDir(Path(model)).complete else {}
-    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=shrink,
-                        onnx=onnx, quantize=quantize, baked=baked, **card)
+    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=config.shrink,
+                        onnx=config.onnx, quantize=config.quantize, baked=baked, **card)
 
 
 def _card_context(folder: Path) -> dict:

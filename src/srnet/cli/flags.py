@@ -1,0 +1,73 @@
+"""A verb's flags built from its settings model (:mod:`srnet.experiments.verbs.config`), as
+transformers' ``HfArgumentParser`` builds them from a dataclass: the flag's name, type, default and
+help come from the field, so a setting is written once."""
+
+from __future__ import annotations
+
+import argparse
+import types
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from srnet.errors import SrnetError
+from srnet.experiments.verbs.config import VerbConfig, flag_name
+from srnet.io import load_yaml
+
+
+def add_config_flags(p: argparse.ArgumentParser, config_type: type[VerbConfig]) -> None:
+    """One flag per field of ``config_type``, in field order."""
+    for name, field in config_type.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        flag, (kind, item) = flag_name(name, field), _kind(field.annotation)
+        kwargs: dict[str, Any] = {"dest": name, "help": field.description}
+        if kind is not bool:
+            kwargs["metavar"] = extra.get("metavar", flag.removeprefix("--").upper().replace("-", "_"))
+        if field.is_required():
+            kwargs["required"] = True
+        else:
+            kwargs["default"] = default = field.get_default(call_default_factory=True)
+            if default is not None and kind is not bool and default not in ([], {}):
+                kwargs["help"] += f" (default: {_shown(default)})"
+        if kind is bool:
+            kwargs["action"] = "store_false" if kwargs["default"] is True else "store_true"
+        elif kind is dict:  # KEY=VALUE items, read by config_values
+            kwargs.update(action="append", default=[])
+        elif kind is list:
+            kwargs.update(nargs="+", type=item)
+        else:
+            kwargs["type"] = kind
+        p.add_argument(flag, **kwargs)
+
+
+def config_values(args: argparse.Namespace, config_type: type[VerbConfig]) -> dict[str, Any]:
+    """The parsed flags of ``config_type``'s fields, as the keywords of its API verb."""
+    values = {name: getattr(args, name) for name in config_type.model_fields}
+    for name, field in config_type.model_fields.items():
+        if _kind(field.annotation)[0] is dict:
+            values[name] = _key_values(flag_name(name, field), values[name])
+    return values
+
+
+def _key_values(flag: str, items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items as a dict, each value read as YAML."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SrnetError(f"{flag} {item!r}: expected KEY=VALUE")
+        out[key] = load_yaml(value, f"{flag} {key}")
+    return out
+
+
+def _kind(annotation: Any) -> tuple[type, type | None]:
+    """The flag's type of a field's annotation (``X | None`` -> X) and, for a list, its items'."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    origin = get_origin(annotation)
+    if origin is list:
+        item = get_args(annotation)[0]
+        return list, get_args(item)[0] if get_origin(item) is Annotated else item
+    return (origin or annotation), None
+
+
+def _shown(value: Any) -> str:
+    return " ".join(map(str, value)) if isinstance(value, list) else str(value)
