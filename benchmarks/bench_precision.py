@@ -69,7 +69,8 @@ def time_steps(args: argparse.Namespace) -> None:
 
 def compare_demos(output_dir: Path) -> None:
     from srnet import api
-    from srnet.reporting.aggregate import find_runs, group_runs, load_run, sections
+    from srnet.reporting.runs import find_runs, load_run
+    from srnet.reporting.stats import cohorts, group_runs
 
     rows: dict[str, dict[str, str]] = {}
     for name, overrides in DEMO_OVERRIDES.items():
@@ -78,7 +79,7 @@ def compare_demos(output_dir: Path) -> None:
             api.demo(None, output_dir / name, overrides, seeds=3, resume=(folder / "sweep.yaml").is_file(),
                      progress=lambda line: None)
         runs = [load_run(p) for p in find_runs([folder]) if folder / "report" not in p.parents]
-        for group in group_runs(sections(runs)[0]):
+        for group in group_runs(cohorts(runs)[0]):
             for column, stat in group.stats.items():
                 if column.startswith(("ID ", "synthetic_challenge", "gap ")):
                     rows.setdefault(f"{group.name} {column}", {})[name] = f"{stat.mean:.4f} ± {stat.std:.4f}"

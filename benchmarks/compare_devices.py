@@ -13,7 +13,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from srnet.reporting.aggregate import Run, find_runs, group_runs, load_run, run_values, sections
+from srnet.reporting.runs import Run, find_runs, load_run
+from srnet.reporting.stats import cohorts, group_runs, run_values
 from srnet.reporting.study.base import RunSet
 from srnet.reporting.study.easy_hard import easy_hard_split
 
@@ -39,8 +40,8 @@ def main() -> None:
     both = sorted(set(first) & set(second))
     if not both:
         raise SystemExit(f"no run of {args.first} has the same stage and key as a run of {args.second}")
-    section = max((s for s in sections(list(second.values())) if s.id_splits), key=lambda s: len(s.runs))
-    split = easy_hard_split(RunSet(1, section, group_runs(section)))
+    cohort = max((s for s in cohorts(list(second.values())) if s.id_splits), key=lambda s: len(s.runs))
+    split = easy_hard_split(RunSet(1, cohort, group_runs(cohort)))
     if split is None:
         raise SystemExit(f"no easy/hard split in {args.second}")
     columns = (f"ID {split}", f"hard {split}")
@@ -50,7 +51,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     deltas: dict[str, list[float]] = {c: [] for c in columns}
     for key in both:
-        x, y = run_values(first[key], section), run_values(second[key], section)
+        x, y = run_values(first[key], cohort), run_values(second[key], cohort)
         if any(x.get(c) is None or y.get(c) is None for c in columns):
             continue
         row = [str(key.parent), str(first[key].seed)]
@@ -58,7 +59,7 @@ def main() -> None:
             deltas[c].append(100 * (y[c] - x[c]))
             row += [f"{100 * x[c]:.1f}", f"{100 * y[c]:.1f}", f"{deltas[c][-1]:+.1f}"]
         print("| " + " | ".join(row) + " |")
-    stds = {c: [g.stats[c].std * 100 for g in group_runs(section)
+    stds = {c: [g.stats[c].std * 100 for g in group_runs(cohort)
                 if c in g.stats and len(g.runs) > 1 and g.stats[c].std is not None] for c in columns}
     print()
     for c in columns:

@@ -21,16 +21,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from srnet.reporting.aggregate import (
-    DENSE,
-    Group,
-    Section,
-    find_runs,
-    group_runs,
-    load_run,
-    run_values,
-    sections,
-)
+from srnet.reporting.runs import DENSE, find_runs, load_run
+from srnet.reporting.stats import Cohort, Group, cohorts, group_runs, run_values
 from srnet.reporting.study.base import RunSet
 from srnet.reporting.study.easy_hard import easy_hard_split
 
@@ -40,9 +32,9 @@ def mean_std(values: list[float]) -> str:
     return f"{statistics.mean(values):.1f}{std}"
 
 
-def by_seed(group: Group, section: Section, column: str) -> dict[int, float]:
+def by_seed(group: Group, cohort: Cohort, column: str) -> dict[int, float]:
     """Run seed -> the column's value in points."""
-    values = {run.seed: run_values(run, section).get(column) for run in group.runs}
+    values = {run.seed: run_values(run, cohort).get(column) for run in group.runs}
     return {seed: 100 * value for seed, value in values.items() if value is not None}
 
 
@@ -56,10 +48,10 @@ def main() -> None:
     parser.add_argument("paths", nargs="+", type=Path)
     args = parser.parse_args()
     runs = [load_run(p) for p in find_runs(args.paths)]
-    scored = [s for s in sections(runs) if s.id_splits]
-    section = max(scored, key=lambda s: len(s.runs))
-    groups = group_runs(section)
-    split = easy_hard_split(RunSet(1, section, groups))
+    scored = [s for s in cohorts(runs) if s.id_splits]
+    cohort = max(scored, key=lambda s: len(s.runs))
+    groups = group_runs(cohort)
+    split = easy_hard_split(RunSet(1, cohort, groups))
     if split is None:
         raise SystemExit("no easy/hard split in these runs")
     idc, hard = f"ID {split}", f"hard {split}"
@@ -102,7 +94,7 @@ def main() -> None:
         ce = find(groups, method="mask_train", loss="ce", paradigm="a (from CE)", sparsity=sparsity)
         if poe is None or ce is None:
             continue
-        a, b = by_seed(poe, section, hard), by_seed(ce, section, hard)
+        a, b = by_seed(poe, cohort, hard), by_seed(ce, cohort, hard)
         diffs = [a[s] - b[s] for s in sorted(set(a) & set(b))]
         if not diffs:
             continue
@@ -117,7 +109,7 @@ def main() -> None:
     if fixed is None or gradual is None:
         print("not answered: the 90% fixed and gradual runs are not both there yet")
     else:
-        a, b = by_seed(gradual, section, idc), by_seed(fixed, section, idc)
+        a, b = by_seed(gradual, cohort, idc), by_seed(fixed, cohort, idc)
         diffs = [a[s] - b[s] for s in sorted(set(a) & set(b))]
         print(f"gradual {mean_std(list(a.values()))}, fixed {mean_std(list(b.values()))}: difference "
               f"{mean_std(diffs)} over {len(diffs)} seed(s): "

@@ -1,4 +1,4 @@
-"""Bias-prediction files, teacher predictions and RMC sample difficulty."""
+"""Bias-prediction files, teacher predictions (the ``teacher_probs`` input) and RMC sample difficulty."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from srnet.bias import (
     compute_difficulty,
     load_bias_log_probs,
     load_difficulty,
-    load_teacher_probs,
     read_bias_header,
     write_bias_predictions,
     write_difficulty,
 )
 from srnet.bias.difficulty import normalise
 from srnet.errors import SrnetError
+from srnet.loss_inputs import ReadContext
+from srnet.loss_inputs.teacher_probs import TeacherProbs
 
 LABELS = ("entailment", "neutral", "contradiction")
 PROBS = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [1.0, 0.0, 0.0]])
@@ -161,6 +162,10 @@ def make_run(tmp_path, task="nli", probs=PROBS, name="run"):
     write_jsonl(run / "predictions" / "train.jsonl", rows)
     (run / "config.yaml").write_text(f"task: {task}\nseed: 1\n", encoding="utf-8")
     return run
+
+
+def load_teacher_probs(path, ids, num_classes, task=None):
+    return TeacherProbs().read(path, ReadContext(ids, None, num_classes, task=task))
 
 
 def test_teacher_from_run_dir_or_file(tmp_path):

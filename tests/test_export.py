@@ -14,7 +14,9 @@ from conftest import save_tiny_model
 from srnet.errors import SrnetError
 from srnet.export import EXPORT_INFO_FILENAME, bake_masks, export_model
 from srnet.models import find_prunable
-from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, pooled_sparsity, zero_counts
+from srnet.sparsity.counting import pooled_sparsity, zero_counts
+from srnet.sparsity.fingerprint import model_fingerprint
+from srnet.sparsity.mask_io import MaskMetadata
 
 
 class _TimesMask(nn.Module):

@@ -102,7 +102,7 @@ def test_write_failures_are_one_line(capsys, finished, read_only, tiny_model_dir
     masks = tmp_path / "m.safetensors"
     from srnet.api import prune_
     from srnet.models import load_classifier
-    from srnet.sparsity.mask_io import model_fingerprint
+    from srnet.sparsity.fingerprint import model_fingerprint
 
     model = load_classifier(str(run / "model"))
     found = prune_(model, {"method": "omp", "sparsity": 0.5})

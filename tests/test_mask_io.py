@@ -15,13 +15,8 @@ from transformers import AutoModelForSequenceClassification
 from conftest import tiny_classifier
 from srnet.errors import SrnetError
 from srnet.models import find_prunable, load_classifier
-from srnet.sparsity.mask_io import (
-    MASKS_FILENAME,
-    MaskMetadata,
-    load_masks,
-    model_fingerprint,
-    save_masks,
-)
+from srnet.sparsity.fingerprint import model_fingerprint
+from srnet.sparsity.mask_io import MASKS_FILENAME, MaskMetadata, load_masks, save_masks
 
 Q0 = "bert.encoder.layer.0.attention.self.query"
 VOCAB = 100

@@ -9,13 +9,15 @@ Each cell runs a whole recipe (``srnet.api.run``) on a tiny random BERT and the 
 task, then checks: the target sparsity is reached exactly in every matrix; the mask file
 round-trips bit for bit; the exported checkpoint reloads with plain ``transformers`` (no
 missing or re-initialised weights) and gives the logits the masked model gave during the
-run; frozen-weight methods leave the weights untouched.  The matrix's other axes, attacks x tasks
-and run kinds x tasks, are in tests/test_matrix_tasks.py.
+run; frozen-weight methods leave the weights untouched.  Every cell is given a file of every
+registered loss input, each written by its input (``LossInput.write_dummy``).  The matrix's
+other axes, attacks x tasks and run kinds x tasks, are in tests/test_matrix_tasks.py.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,14 +26,14 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from conftest import synthetic_split as synthetic
 from srnet import api, load_model
-from srnet.bias import write_bias_predictions, write_difficulty
 from srnet.evaluation.predict import predict_logits, softmax
 from srnet.experiments.run import task as run_module
-from srnet.io import atomic_write_jsonl
+from srnet.loss_inputs import BUILT_IN_SOURCES, LOSS_INPUTS, ReadContext, loss_input
 from srnet.losses import LOSSES as LOSS_REGISTRY
 from srnet.pruning import LearnedMaskMethod, OneShotMethod, available_methods, get_method
-from srnet.sparsity.mask_io import expand_masks, load_masks, save_masks
-from srnet.tasks import generate_synthetic
+from srnet.sparsity.mask_io import load_masks, save_masks
+from srnet.sparsity.shapes import expand_masks
+from srnet.tasks import generate_synthetic, get_task
 
 # rows come from the registries: a new method or loss joins the matrix by registering
 # ("dense" has no mask to check; the task-agnostic objectives have their own tests; a method
@@ -40,7 +42,6 @@ METHODS = [m for m in available_methods() if m != "dense"]
 LOSSES = LOSS_REGISTRY.names()
 SPARSITY = 0.5
 STRUCTURED = ("head", "neuron", "head+neuron")
-LABELS = ["entailment", "neutral", "contradiction"]
 PARAMS = {"mask_train": {"rerank_every": 3}}
 """Method params of every cell (a method not named here runs on its defaults)."""
 
@@ -73,22 +74,17 @@ GRANULARITY_CELLS = granularity_cells(METHODS)
 
 
 @pytest.fixture(scope="module")
-def extras_dir(tmp_path_factory):
-    """Bias predictions, a teacher run's train predictions and RMC difficulty for the train split."""
+def input_files(tmp_path_factory) -> dict[str, Path]:
+    """A file of every registered loss input for the train split, by source, each written by its
+    input (``LossInput.write_dummy``): a new input joins every cell by registering."""
     root = tmp_path_factory.mktemp("extras")
     train = generate_synthetic("train", 48, seed=0)
-    ids = [ex.id for ex in train]
+    labels = get_task("synthetic_nli").labels
+    context = ReadContext([ex.id for ex in train], labels, len(labels), "synthetic_nli",
+                          golds=[labels[ex.label] for ex in train])
     rng = np.random.default_rng(0)
-    probs = rng.dirichlet(np.ones(3), size=len(ids))
-    write_bias_predictions(root / "bias" / "train.jsonl", ids, np.log(probs), labels=LABELS,
-                           feature="test", split="train")
-    teacher = root / "teacher"
-    (teacher / "predictions").mkdir(parents=True)
-    teacher_probs = rng.dirichlet(np.ones(3), len(ids))
-    atomic_write_jsonl(teacher / "predictions" / "train.jsonl",
-                       ({"id": i, "probs": p.tolist()} for i, p in zip(ids, teacher_probs, strict=True)))
-    write_difficulty(root / "difficulty.jsonl", ids, rng.uniform(0.2, 1.0, len(ids)))
-    return root
+    return {cls.source: loss_input(name).write_dummy(root / f"{cls.source}.jsonl", context, rng)
+            for name, cls in LOSS_INPUTS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +92,8 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
     """A mask for the `fixed` method: one-shot magnitude masks of the tiny model."""
     model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
     masks = api.prune_(model, {"method": "omp", "sparsity": SPARSITY}, seed=0)
-    from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint
+    from srnet.sparsity.fingerprint import model_fingerprint
+    from srnet.sparsity.mask_io import MaskMetadata
 
     path = tmp_path_factory.mktemp("fixed") / "masks.safetensors"
     meta = MaskMetadata(method="omp", base_model=str(tiny_model_dir),
@@ -108,7 +105,8 @@ def fixed_mask_file(tiny_model_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def structured_mask_files(tiny_model_dir, tmp_path_factory):
     """Masks for the `fixed` method's structured cells: one-shot magnitude group gates, by granularity."""
-    from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint
+    from srnet.sparsity.fingerprint import model_fingerprint
+    from srnet.sparsity.mask_io import MaskMetadata
 
     root = tmp_path_factory.mktemp("fixed_structured")
     paths = {}
@@ -129,8 +127,8 @@ def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask,
     if reads_mask_file(method):
         pruning["params"]["mask_file"] = str(fixed_mask)
         del pruning["granularity"]  # it follows the mask file
-    loss_cfg = {"name": loss, "bias_predictions": str(extras / "bias" / "train.jsonl"),
-                "teacher": str(extras / "teacher"), "difficulty": str(extras / "difficulty.jsonl")}
+    files = {source: str(path) for source, path in extras.items()}
+    loss_cfg = {"name": loss, **{s: files.pop(s) for s in BUILT_IN_SOURCES if s in files}, "inputs": files}
     return {
         "name": f"{method}_{loss}", "task": "synthetic_nli", "seed": 3,
         "output_dir": str(tmp_path / "runs"),
@@ -146,32 +144,32 @@ def recipe(tmp_path, tiny_model_dir, method: str, loss: str, extras, fixed_mask,
 
 
 @pytest.mark.parametrize(("method", "loss", "objective"), CELLS)
-def test_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+def test_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, input_files, fixed_mask_file,
                             monkeypatch):
-    check_cell(method, loss, objective, "unstructured", tmp_path, tiny_model_dir, extras_dir,
+    check_cell(method, loss, objective, "unstructured", tmp_path, tiny_model_dir, input_files,
                fixed_mask_file, monkeypatch)
 
 
 @pytest.mark.parametrize(("method", "loss", "granularity"), GRANULARITY_CELLS)
-def test_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+def test_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, input_files,
                           structured_mask_files, monkeypatch):
     """Each method with head/neuron masks, whose shrunk export also gives the masked logits."""
-    check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+    check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, input_files,
                           structured_mask_files, monkeypatch)
 
 
-def check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+def check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, input_files,
                           structured_mask_files, monkeypatch) -> None:
     """Run one head/neuron cell through :func:`check_cell`; its shrunk export gives the masked logits."""
     run, masked_logits = check_cell(method, loss, "standard", granularity, tmp_path, tiny_model_dir,
-                                    extras_dir, structured_mask_files[granularity], monkeypatch)
+                                    input_files, structured_mask_files[granularity], monkeypatch)
     shrunk = load_model(api.export_masked(str(run), run, tmp_path / "shrunk", shrink=True))
     tokenizer = AutoTokenizer.from_pretrained(run / "model")
     logits = predict_logits(shrunk, tokenizer, generate_synthetic("dev", 24, seed=0), max_length=48)
     np.testing.assert_allclose(logits, masked_logits, atol=1e-5)
 
 
-def check_cell(method, loss, objective, granularity, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file,
+def check_cell(method, loss, objective, granularity, tmp_path, tiny_model_dir, input_files, fixed_mask_file,
                monkeypatch):
     """Run one cell and check it; return the run folder and the masked model's dev logits."""
     dev = generate_synthetic("dev", 24, seed=0)
@@ -184,7 +182,7 @@ def check_cell(method, loss, objective, granularity, tmp_path, tiny_model_dir, e
         check(masked, baked, tokenizer, probe, max_length)
 
     monkeypatch.setattr(run_module, "check_baked_model", capture_masked_model)
-    result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, extras_dir, fixed_mask_file,
+    result = api.run(recipe(tmp_path, tiny_model_dir, method, loss, input_files, fixed_mask_file,
                             objective, granularity))
     run = result.run_dir
     assert (run / "config.yaml").read_text().count(f"name: {objective}") == 1
@@ -233,9 +231,9 @@ def check_cell(method, loss, objective, granularity, tmp_path, tiny_model_dir, e
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if trains_over_steps(m)])
-def test_same_seed_same_masks_and_metrics(method, tmp_path, tiny_model_dir, extras_dir, fixed_mask_file):
-    first = api.run(recipe(tmp_path / "a", tiny_model_dir, method, "ce", extras_dir, fixed_mask_file))
-    second = api.run(recipe(tmp_path / "b", tiny_model_dir, method, "ce", extras_dir, fixed_mask_file))
+def test_same_seed_same_masks_and_metrics(method, tmp_path, tiny_model_dir, input_files, fixed_mask_file):
+    first = api.run(recipe(tmp_path / "a", tiny_model_dir, method, "ce", input_files, fixed_mask_file))
+    second = api.run(recipe(tmp_path / "b", tiny_model_dir, method, "ce", input_files, fixed_mask_file))
     a, _ = load_masks(first.run_dir / "masks.safetensors")
     b, _ = load_masks(second.run_dir / "masks.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -244,9 +242,9 @@ def test_same_seed_same_masks_and_metrics(method, tmp_path, tiny_model_dir, extr
 
 
 @pytest.mark.parametrize("method", [m for m in METHODS if not reads_mask_file(m)])
-def test_global_sparsity_is_exact_over_all_masked_weights(method, tmp_path, tiny_model_dir, extras_dir,
+def test_global_sparsity_is_exact_over_all_masked_weights(method, tmp_path, tiny_model_dir, input_files,
                                                           fixed_mask_file):
-    spec = recipe(tmp_path, tiny_model_dir, method, "ce", extras_dir, fixed_mask_file)
+    spec = recipe(tmp_path, tiny_model_dir, method, "ce", input_files, fixed_mask_file)
     spec["pruning"]["scope"] = "global"
     result = api.run(spec)
     masks, _ = load_masks(result.run_dir / "masks.safetensors")

@@ -39,7 +39,8 @@ from srnet.evaluation.predict import predict_logits, softmax
 from srnet.experiments.run.driver import RUN_KINDS  # importing run registers the built-in kinds
 from srnet.models import ENCODER_ROLES, load_classifier, load_tokenizer
 from srnet.pruning import LearnedMaskMethod, get_method
-from srnet.sparsity.mask_io import expand_masks, load_masks, save_masks
+from srnet.sparsity.mask_io import load_masks, save_masks
+from srnet.sparsity.shapes import expand_masks
 from srnet.tasks import TASKS, DataSpec, Task, label_space, load_examples
 
 WORDS = ["the", "a", "cat", "dog", "man", "woman", "child", "teacher", "sat", "ran", "read", "walked", "saw",

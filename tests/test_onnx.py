@@ -21,7 +21,8 @@ from srnet import api
 from srnet.cli import main
 from srnet.export import EXPORT_INFO_FILENAME
 from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
-from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
+from srnet.sparsity.fingerprint import model_fingerprint
+from srnet.sparsity.mask_io import MaskMetadata, save_masks
 
 needs_onnx = pytest.mark.skipif(find_spec("onnxruntime") is None or find_spec("onnx") is None,
                                 reason="the srnet[onnx] extra (onnx, onnxruntime) is not installed")

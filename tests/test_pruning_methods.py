@@ -26,7 +26,8 @@ from srnet.pruning import (
     get_method,
 )
 from srnet.sparsity import original_weight
-from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks
+from srnet.sparsity.fingerprint import model_fingerprint
+from srnet.sparsity.mask_io import MaskMetadata, save_masks
 from srnet.training.loop import optimizer_groups
 from srnet.training.objectives import build_objective, train_step
 

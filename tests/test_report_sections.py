@@ -83,10 +83,10 @@ def test_a_new_section_is_one_registered_class(tmp_path):
             order = 15  # between the tables and the attacks
 
             def applies(self, study: Study, runs: RunSet) -> bool:
-                return any("toy" in run.labels for run in runs.section.runs)
+                return any("toy" in run.labels for run in runs.cohort.runs)
 
             def render(self, study: Study, runs: RunSet) -> Part:
-                count = sum("toy" in run.labels for run in runs.section.runs)
+                count = sum("toy" in run.labels for run in runs.cohort.runs)
                 return Part(lines=["### Toy", "", f"{count} toy run(s)", ""])
 
         text = write_report([tmp_path / "runs"], tmp_path / "report", figures=False).path.read_text()

@@ -117,27 +117,72 @@ def drop(key: str):
     return lambda saved: {k: v for k, v in saved.items() if k != key}
 
 
+PT, STATE = "trainer.pt", "trainer_state.json"
 FOREIGN = [
-    (lambda saved: {}, r"\(no state, optimizer, scheduler, method, rng\)"),
-    (drop("optimizer"), r"\(no optimizer\)"),
-    (lambda saved: torch.zeros(3), r"\(no state, optimizer"),
-    (lambda saved: {**saved, "state": {**saved["state"], "stage": 2}}, r"keyword argument 'stage'"),
-    (lambda saved: {**saved, "state": {**saved["state"], "step": "4"}}, r"\(state \{"),
-    (lambda saved: {**saved, "optimizer": {"state": {}, "param_groups": []}}, r"parameter groups"),
+    (PT, lambda saved: {}, r"\(no optimizer, scheduler, method, rng\)"),
+    (PT, drop("optimizer"), r"\(no optimizer\)"),
+    (PT, lambda saved: torch.zeros(3), r"\(no optimizer"),
+    (PT, lambda saved: {**saved, "optimizer": {"state": {}, "param_groups": []}}, r"parameter groups"),
+    (STATE, lambda state: {**state, "stage": 2}, r"keyword argument 'stage'"),
+    (STATE, lambda state: {**state, "step": "4"}, r"\(state \{"),
+    (STATE, lambda state: [state], r"\(state is a list\)"),
+    (STATE, lambda state: '{"step": 4', r"\(unreadable: "),
 ]
 
 
-@pytest.mark.parametrize(("change", "message"), FOREIGN)
-def test_a_foreign_or_partial_trainer_pt_is_one_line(cut_run, tmp_path, change, message):
+def rewrite(path: Path, change) -> None:
+    """``path`` (a ``trainer.pt`` or ``trainer_state.json``) with its contents changed by ``change``."""
+    if path.suffix == ".pt":
+        torch.save(change(torch.load(path, weights_only=True)), path)
+        return
+    changed = change(json.loads(path.read_text()))
+    path.write_text(changed if isinstance(changed, str) else json.dumps(changed))
+
+
+@pytest.mark.parametrize(("name", "change", "message"), FOREIGN)
+def test_a_foreign_or_partial_checkpoint_file_is_one_line(cut_run, tmp_path, name, change, message):
     """Issue 40: these were KeyError, TypeError and ValueError tracebacks."""
     spec, folder = copy_of(cut_run, tmp_path)
-    path = folder / "checkpoints" / "last" / "trainer.pt"
-    torch.save(change(torch.load(path, weights_only=True)), path)
+    path = folder / "checkpoints" / "last" / name
+    rewrite(path, change)
     with pytest.raises(SrnetError) as caught:
         api.run(spec, resume=True)
     text = str(caught.value)
     assert text.startswith(f"{path}: foreign or partial resume checkpoint (") and "\n" not in text
     assert re.search(message, text) and text.endswith("rerun with --overwrite to start the run over")
+
+
+def test_the_train_state_is_json_beside_the_tensors(cut_run):
+    _, folder = cut_run
+    last = folder / "checkpoints" / "last"
+    state = json.loads((last / STATE).read_text())
+    assert state.keys() == {"step", "epoch", "batch_in_epoch", "best_metric", "best_step"}
+    assert (state["step"], state["epoch"], state["batch_in_epoch"]) == (4, 0, 4)
+    assert "state" not in torch.load(last / PT, weights_only=True)
+
+
+def test_a_trainer_pt_written_before_trainer_state_json_resumes(cut_run, tmp_path, tiny_model_dir):
+    """Issue 41: a checkpoint of an earlier srnet holds its train state inside trainer.pt."""
+    spec, folder = copy_of(cut_run, tmp_path)
+    last = folder / "checkpoints" / "last"
+    state = last / STATE
+    saved = torch.load(last / PT, weights_only=True)
+    torch.save({"state": json.loads(state.read_text()), **saved}, last / PT)
+    state.unlink()
+    resumed = api.run(spec, resume=True)
+    reference = api.run(recipe(tmp_path / "ref", tiny_model_dir))
+    strip = lambda m: {k: v for k, v in m.items() if k != "time_s"}  # noqa: E731
+    assert strip(resumed.metrics.as_json()) == strip(reference.metrics.as_json())
+    assert '"event": "resume", "step": 4' in (resumed.run_dir / "log.jsonl").read_text()
+
+
+def test_an_older_trainer_pt_without_its_state_is_one_line(cut_run, tmp_path):
+    spec, folder = copy_of(cut_run, tmp_path)
+    last = folder / "checkpoints" / "last"
+    (last / STATE).unlink()
+    with pytest.raises(SrnetError, match=rf"^{last / PT}: foreign or partial resume checkpoint "
+                                         r"\(no state\)"):
+        api.run(spec, resume=True)
 
 
 @pytest.mark.parametrize("deleted", ["checkpoints/last/trainer.pt", "checkpoints"])

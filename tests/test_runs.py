@@ -69,7 +69,7 @@ def test_evaluating_an_exported_subnetwork_measures_its_sparsity(tmp_path, tiny_
     """``srnet evaluate`` says which runtime scored the model; the report labels the evaluated export
     by its measured sparsity, never dense (its config.yaml holds ``pruning: {method: dense}``)."""
     from srnet.cli import main
-    from srnet.reporting.aggregate import load_run
+    from srnet.reporting.runs import load_run
 
     api.run(recipe(tmp_path, tiny_model_dir, "imp", pruning={
         "method": "imp", "sparsity": 0.5, "params": {"prune_fraction": 0.25, "every": 0.25}}))

@@ -17,7 +17,8 @@ from srnet.errors import SrnetError
 from srnet.export import EXPORT_INFO_FILENAME, shrink_model
 from srnet.models import find_groups
 from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
-from srnet.sparsity.mask_io import MaskMetadata, load_masks, model_fingerprint, save_masks
+from srnet.sparsity.fingerprint import model_fingerprint
+from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.loop import optimizer_groups
 
 FAMILIES = ["bert", "roberta", "distilbert"]

@@ -1,5 +1,5 @@
 """`srnet report` on fixture run folders written here: tables against hand-computed means and
-stds, sections for incompatible runs, both HANS rules, the no-runs error, and the figures."""
+stds, cohorts for incompatible runs, both HANS rules, the no-runs error, and the figures."""
 
 from __future__ import annotations
 
@@ -14,14 +14,8 @@ import yaml
 
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.reporting.aggregate import (
-    find_runs,
-    group_runs,
-    load_run,
-    run_labels,
-    sections,
-    split_grid_points,
-)
+from srnet.reporting.runs import find_runs, load_run, run_labels, split_grid_points
+from srnet.reporting.stats import cohorts, group_runs
 from srnet.reporting.study import write_report
 from srnet.rundir.record import SparsityRecord
 from srnet.sparsity.mask_io import MaskMetadata, save_masks
@@ -111,7 +105,7 @@ def test_runs_of_different_grid_points_are_not_pooled_as_seeds(tmp_path):
             (run / "stage.json").write_text(json.dumps({"stage": "ticket", "grid": grid}))
     write_run(root, "dense", seed=1, dev=0.9)
     runs = split_grid_points(load_run(p) for p in find_runs([root]))
-    groups = {g.labels.get("grid"): g for g in group_runs(sections(runs)[0])}
+    groups = {g.labels.get("grid"): g for g in group_runs(cohorts(runs)[0])}
     assert set(groups) == {None, "gates.training.max_steps=300", "gates.training.max_steps=3000"}
     assert groups["gates.training.max_steps=300"].stats["ID mnli_dev"].mean == pytest.approx(0.71)
     assert groups["gates.training.max_steps=3000"].stats["ID mnli_dev"].mean == pytest.approx(0.82)
@@ -147,9 +141,9 @@ def test_a_report_skips_an_unreadable_run_with_a_note(tmp_path):
 def test_groups_match_hand_computed_means_and_stds(study):
     runs = [load_run(p) for p in find_runs([study])]
     assert len(runs) == 6  # the unfinished folder (no metrics.json) is not a run
-    (section,) = sections(runs)
-    assert section.rule == "sum" and section.merging_splits() == ["hans"]
-    groups = {(g.labels["method"], g.labels["sparsity"]): g for g in group_runs(section)}
+    (cohort,) = cohorts(runs)
+    assert cohort.rule == "sum" and cohort.merging_splits() == ["hans"]
+    groups = {(g.labels["method"], g.labels["sparsity"]): g for g in group_runs(cohort)}
     dense, poe, imp = groups[("dense", 0.0)], groups[("mask_train", 0.5)], groups[("imp", 0.7)]
     assert [len(g.runs) for g in (dense, poe, imp)] == [2, 3, 1]
     stat = poe.stats["ID mnli_dev"]
@@ -163,7 +157,7 @@ def test_groups_match_hand_computed_means_and_stds(study):
     expected = [((d - o) / d) / dense_drop for d, o in [(0.70, 0.55), (0.74, 0.57), (0.75, 0.60)]]
     assert poe.stats["F_bias hans"].mean == pytest.approx(statistics.fmean(expected))
     assert poe.stats["F_bias hans"].std == pytest.approx(statistics.stdev(expected))
-    argmax = {g.labels["method"]: g for g in group_runs(section, "argmax")}
+    argmax = {g.labels["method"]: g for g in group_runs(cohort, "argmax")}
     assert argmax["mask_train"].stats["hans"].mean == pytest.approx(0.5)
     assert argmax["mask_train"].stats["gap hans"].std == pytest.approx(0.0)
 
@@ -194,7 +188,7 @@ def test_incompatible_runs_get_separate_sections(tmp_path):
     write_run(root, "b", seed=2, dev=0.7, hans=hans_block(0.5, 0.9))
     write_run(root, "small_dev", seed=1, dev=0.6, hans=hans_block(0.5, 0.9), dev_n=50)
     write_run(root, "sst", seed=1, dev=0.9, task="sentiment")
-    found = sections(load_run(p) for p in find_runs([root]))
+    found = cohorts(load_run(p) for p in find_runs([root]))
     assert [(s.task, len(s.runs)) for s in found] == [("nli", 2), ("nli", 1), ("sentiment", 1)]
     assert [s.sizes["mnli_dev"] for s in found] == [200, 50, 200]
     text = write_report([root], tmp_path / "rep", figures=False).path.read_text()
@@ -206,9 +200,9 @@ def test_incompatible_runs_get_separate_sections(tmp_path):
 def test_section_uses_the_runs_primary_rule(tmp_path):
     root = tmp_path / "runs"
     write_run(root, "a", seed=1, dev=0.8, hans=hans_block(0.6, -0.2, rule="argmax", other=(0.5, 0.9)))
-    (section,) = sections([load_run(root / "a")])
-    assert section.rule == "argmax"
-    assert group_runs(section)[0].stats["gap hans"].mean == pytest.approx(-0.2)
+    (cohort,) = cohorts([load_run(root / "a")])
+    assert cohort.rule == "argmax"
+    assert group_runs(cohort)[0].stats["gap hans"].mean == pytest.approx(-0.2)
     text = write_report([root], tmp_path / "rep", figures=False).path.read_text()
     assert "collapse rule `argmax`" in text and "other rule, `sum`" in text
 
@@ -313,8 +307,8 @@ def test_attack_tables_match_hand_computed_means(tmp_path):
                        tags={"method": "robust_ticket"})
     write_attack(ticket, "wordswap", 4, 12, 4, 50.0)
     write_run(root, "unattacked", seed=1, dev=0.8, task="sentiment", method="imp", sparsity=0.3)
-    (section,) = sections([load_run(p) for p in find_runs([root])])
-    groups = {g.labels["method"]: g for g in group_runs(section)}
+    (cohort,) = cohorts([load_run(p) for p in find_runs([root])])
+    groups = {g.labels["method"]: g for g in group_runs(cohort)}
     dense = groups["dense"].stats
     assert dense["wordswap Clean%"].mean == pytest.approx(85.0)
     assert dense["wordswap Aua%"].mean == pytest.approx(20.0)
@@ -358,8 +352,8 @@ def test_runs_that_differ_in_more_than_the_seed_are_never_pooled(tmp_path):
         with_recipe(write_run(root, f"ticket{seed}", seed=seed, dev=0.7, method="omp", sparsity=0.5),
                     **{"model.name": "default", "model.init_from": f"runs/study/ft/{key}/seed{seed}"})
     runs = split_grid_points(load_run(p) for p in find_runs([root]))
-    (section,) = sections(runs)
-    groups = group_runs(section)
+    (cohort,) = cohorts(runs)
+    groups = group_runs(cohort)
     dense = [g for g in groups if g.labels["method"] == "dense"]
     labels = sorted(g.labels["recipe"] for g in dense)
     assert labels == ["model.name=runs/tiny_bert", "model.name=runs/tiny_roberta"]
@@ -396,7 +390,7 @@ def test_runs_that_differ_in_a_fourth_key_are_not_pooled_and_labels_stay_short(t
         with_recipe(write_run(root, f"long{seed}", seed=seed, dev=0.5 + seed / 10), **{
             "model.name": "runs/" + "a_backbone_with_a_long_name_" * 3, "training.lr": 1e-3,
             "training.max_steps": 20, "training.batch_size": 32})
-    groups = group_runs(sections(split_grid_points(load_run(p) for p in find_runs([root])))[0])
+    groups = group_runs(cohorts(split_grid_points(load_run(p) for p in find_runs([root])))[0])
     assert sorted(len(g.runs) for g in groups) == [1, 1, 1, 2]
     labels = [g.labels["recipe"] for g in groups]
     assert len(set(labels)) == 4 and all(len(label) <= 60 for label in labels), labels
@@ -406,7 +400,7 @@ def test_runs_that_differ_in_a_fourth_key_are_not_pooled_and_labels_stay_short(t
 
 
 def test_recipe_labels_name_every_differing_key_or_add_a_digest():
-    from srnet.reporting.aggregate import recipe_labels
+    from srnet.reporting.runs import recipe_labels
 
     keys = ["model.name", "training.lr", "training.max_steps", "training.batch_size"]
     a = {"model.name": "x", "training.lr": 1e-4, "training.max_steps": 20, "training.batch_size": 32}
@@ -427,7 +421,7 @@ def test_an_evaluated_export_is_a_subnetwork_and_never_joins_the_dense_baseline(
     export = write_run(root, "eval_export", seed=1, dev=0.70, hans=hans_block(0.60, 0.3), sparsity=0.7)
     with_recipe(export, pruning={"method": "dense", "sparsity": 0.0})
     runs = split_grid_points(load_run(p) for p in find_runs([root]))
-    groups = {g.labels["method"]: g for g in group_runs(sections(runs)[0])}
+    groups = {g.labels["method"]: g for g in group_runs(cohorts(runs)[0])}
     assert set(groups) == {"dense", "subnetwork"}
     assert groups["subnetwork"].labels["sparsity"] == 0.7 and len(groups["dense"].runs) == 1
     assert groups["dense"].stats["F_bias hans"].mean == pytest.approx(1.0)
@@ -444,7 +438,7 @@ def test_runtimes_are_labelled_and_never_pooled(tmp_path):
             metrics = json.loads((run / "metrics.json").read_text())
             (run / "metrics.json").write_text(json.dumps(metrics | {"runtime": {"runtime": runtime}}))
     runs = split_grid_points(load_run(p) for p in find_runs([root]))
-    groups = {g.labels.get("runtime", "torch"): g for g in group_runs(sections(runs)[0])}
+    groups = {g.labels.get("runtime", "torch"): g for g in group_runs(cohorts(runs)[0])}
     assert set(groups) == {"torch", "onnx-int8"} and all(len(g.runs) == 1 for g in groups.values())
     assert "recipe" not in groups["onnx-int8"].labels and groups["torch"].stats["F_bias hans"].mean == 1.0
     text = write_report([root], tmp_path / "rep", figures=False).path.read_text()
@@ -455,7 +449,7 @@ def test_runtimes_are_labelled_and_never_pooled(tmp_path):
 def test_seeds_written_by_two_sweep_folders_pool_and_other_settings_split():
     """A stage-run path compares by stage: seeds whose sweep wrote to different folders (a copy run on
     another machine) are one configuration; a different learning rate still sets runs apart."""
-    from srnet.reporting.aggregate import Run, split_recipes
+    from srnet.reporting.runs import Run, split_recipes
 
     def run(seed: int, root: str, key: str, lr: float = 1e-4) -> Run:
         recipe = {"task": "nli", "seed": seed, "output_dir": f"{root}/mask/{key}",

@@ -17,7 +17,8 @@ from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.models import load_classifier
-from srnet.sparsity.mask_io import load_masks, model_fingerprint
+from srnet.sparsity.fingerprint import model_fingerprint
+from srnet.sparsity.mask_io import load_masks
 
 ENCODER = ["query", "key", "value", "attn_out", "ffn_in", "ffn_out"]
 WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "tree", "big", "small", "red", "blue",

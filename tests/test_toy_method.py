@@ -19,7 +19,7 @@ from test_matrix import SPARSITY, check_cell, check_structured_cell, granularity
 TOY = "toy"
 """The name tests/toy_method.py registers."""
 
-extras_dir, fixed_mask_file = matrix.extras_dir, matrix.fixed_mask_file  # the matrix's inputs
+input_files, fixed_mask_file = matrix.input_files, matrix.fixed_mask_file  # the matrix's inputs
 structured_mask_files = matrix.structured_mask_files
 
 
@@ -46,25 +46,25 @@ def test_the_toy_method_is_a_recipe_away(toy_module):
 
 
 @pytest.mark.parametrize(("method", "loss", "objective"), matrix_cells([TOY]))
-def test_toy_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, extras_dir,
+def test_toy_method_loss_matrix(method, loss, objective, tmp_path, tiny_model_dir, input_files,
                                 fixed_mask_file, monkeypatch):
-    check_cell(method, loss, objective, "unstructured", tmp_path, tiny_model_dir, extras_dir,
+    check_cell(method, loss, objective, "unstructured", tmp_path, tiny_model_dir, input_files,
                fixed_mask_file, monkeypatch)
 
 
 @pytest.mark.parametrize(("method", "loss", "granularity"), granularity_cells([TOY]))
-def test_toy_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+def test_toy_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, input_files,
                               structured_mask_files, monkeypatch):
-    check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, extras_dir,
+    check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, input_files,
                           structured_mask_files, monkeypatch)
 
 
-def test_toy_params_change_the_mask(tmp_path, tiny_model_dir, extras_dir, fixed_mask_file):
+def test_toy_params_change_the_mask(tmp_path, tiny_model_dir, input_files, fixed_mask_file):
     """The toy's own parameter reaches the method: keeping the largest weights is OMP's mask."""
-    spec = recipe(tmp_path / "largest", tiny_model_dir, TOY, "ce", extras_dir, fixed_mask_file)
+    spec = recipe(tmp_path / "largest", tiny_model_dir, TOY, "ce", input_files, fixed_mask_file)
     spec["pruning"]["params"] = {"keep": "largest"}
     largest, _ = load_masks(api.run(spec).run_dir / "masks.safetensors")
-    smallest, _ = load_masks(api.run(recipe(tmp_path / "smallest", tiny_model_dir, TOY, "ce", extras_dir,
+    smallest, _ = load_masks(api.run(recipe(tmp_path / "smallest", tiny_model_dir, TOY, "ce", input_files,
                                             fixed_mask_file)).run_dir / "masks.safetensors")
     omp, _ = load_masks(fixed_mask_file)  # one-shot magnitude masks of the same model
     assert all((largest[k] == omp[k]).all() for k in omp)

@@ -218,7 +218,8 @@ def test_a_subset_file_selects_a_challenge_split(tmp_path, tiny_model_dir):
 
 
 def test_results_recorded_before_the_flag_are_marked_from_their_confusion(tmp_path, tiny_model_dir):
-    from srnet.reporting.aggregate import collapsed_runs, group_runs, load_run, sections
+    from srnet.reporting.runs import load_run
+    from srnet.reporting.stats import cohorts, collapsed_runs, group_runs
 
     run = api.run(recipe(tmp_path, tiny_model_dir, "legacy")).run_dir
     metrics = json.loads((run / "metrics.json").read_text())
@@ -227,5 +228,5 @@ def test_results_recorded_before_the_flag_are_marked_from_their_confusion(tmp_pa
         scores.pop("collapsed"), scores.pop("majority")
         scores["confusion"] = [[0, 12], [0, 12]]  # every pair called non-entailment
     (run / "metrics.json").write_text(json.dumps(metrics))
-    [group] = group_runs(sections([load_run(run)])[0])
+    [group] = group_runs(cohorts([load_run(run)])[0])
     assert collapsed_runs(group, "synthetic_challenge") == " †1/1"

@@ -17,8 +17,9 @@ import numpy as np
 import torch.nn.functional as F
 from torch import Tensor
 
-from srnet.bias.predictions import read_jsonl_rows, require_ids, rows_by_id
+from srnet.by_id import read_jsonl_rows, require_ids, rows_by_id
 from srnet.errors import SrnetError
+from srnet.io import atomic_write_jsonl
 from srnet.loss_inputs import LossInput, ReadContext, register_input
 from srnet.losses import Loss, register_loss
 
@@ -47,6 +48,11 @@ class ExampleWeight(LossInput):
         if len(negative):
             row = int(negative[0])
             raise SrnetError(f"{owner}: example_weight {value[row].item():.4g} at row {row} is negative")
+
+    def write_dummy(self, path: Path, context: ReadContext, rng: np.random.Generator) -> Path:
+        weights = rng.uniform(0.5, 1.5, len(context.ids))
+        rows = ({"id": i, "weight": float(w)} for i, w in zip(context.ids, weights, strict=True))
+        return atomic_write_jsonl(path, rows)
 
 
 @register_loss("weighted_ce")

@@ -8,9 +8,7 @@ handler imports from here only, besides table formatting).
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,49 +66,10 @@ def demo(
 ) -> DemoResult:
     """Run the built-in demo sweep (:mod:`srnet.experiments.demo`) and its report; when it has
     already completed, return its finished result again (``overwrite`` starts it over)."""
-    from srnet.experiments.demo import demo_sweep, finished_demo, summarize_demo
-    from srnet.experiments.sweep.execute import execute
-    from srnet.experiments.sweep.plan import RECORD, plan_sweep, record_sweep
-    from srnet.models.loading import check_model_source
+    from srnet.experiments.demo import run_demo
 
-    data = demo_sweep(data_dir, output_dir, overrides, seeds)
-    jobs = plan_sweep(data, "demo")
-    out = Path(data["output_dir"])
-    if not overwrite and (done := finished_demo(out, jobs)) is not None:
-        return done
-    check_model_source(data["base"]["model"]["name"])
-    if not overwrite and (out / RECORD).is_file() and not resume:
-        raise SrnetError(f"{out} holds an unfinished demo; pass --resume to continue it or "
-                         "--overwrite to start over")
-    with _set_aside(out if overwrite else None):
-        record_sweep(data, out, resume=resume and not overwrite)
-        result = execute(jobs, out, progress=progress)
-        for job in jobs:
-            if job.key in result.failed:
-                raise SrnetError(f"demo stage '{job.label}' failed: {result.failed[job.key]}")
-        return summarize_demo(out, progress=progress)
-
-
-@contextmanager
-def _set_aside(folder: Path | None) -> Iterator[None]:
-    """Move ``folder`` to a hidden sibling while the block runs; delete it once the block
-    succeeds, move it back if the block fails or is interrupted (``--overwrite`` loses nothing
-    until the new result exists; after a SIGKILL the old one is still in the sibling)."""
-    if folder is None or not folder.exists():
-        yield
-        return
-    kept = folder.with_name(f".{folder.name}.previous")
-    if kept.exists():
-        raise SrnetError(f"an earlier --overwrite of {folder} was interrupted: the demo before it "
-                         f"is kept in {kept}; move it back or delete it, then run again")
-    folder.rename(kept)
-    try:
-        yield
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        kept.rename(folder)
-        raise
-    shutil.rmtree(kept)
+    return run_demo(data_dir, output_dir, overrides, resume=resume, overwrite=overwrite, seeds=seeds,
+                    progress=progress)
 
 
 def sweep(
@@ -127,7 +86,7 @@ def sweep(
     """Run a sweep file: every stage of every grid point, each unique stage once, in dependency
     order (``dry_run``: only report the plan through ``progress``).  With ``executor="ray"`` each
     stage asks Ray for ``gpus_per_stage`` GPUs (default: one where the cluster has GPUs)."""
-    from srnet.experiments.sweep.execute import check_executor, execute
+    from srnet.experiments.sweep.execute import check_executor, execute, refuse_worker_reentry
     from srnet.experiments.sweep.plan import describe_plan, load_sweep, plan_sweep, record_sweep
 
     check_executor(executor, workers, gpus_per_stage)  # before anything is written
@@ -142,19 +101,6 @@ def sweep(
     record_sweep(data, out, resume=resume)
     return execute(jobs, out, executor=executor, workers=workers, gpus_per_stage=gpus_per_stage,
                    progress=progress)
-
-
-def refuse_worker_reentry() -> None:
-    """Stop a sweep worker that is importing the script which started the sweep (spawned workers
-    import the main module; an unguarded ``api.sweep`` call there would start a sweep in each)."""
-    import sys
-
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
-            raise SystemExit('srnet: a sweep worker imported the script that calls api.sweep; put the '
-                             'call under `if __name__ == "__main__":`')
-        frame = frame.f_back
 
 
 def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:

@@ -1,4 +1,5 @@
-"""Bias models and their predictions: features, out-of-fold logistic regression, files, RMC difficulty."""
+"""Bias models and their predictions: features, out-of-fold logistic regression, bias files, RMC
+difficulty."""
 
 from srnet.bias.difficulty import compute_difficulty, load_difficulty, write_difficulty
 from srnet.bias.features import (
@@ -12,7 +13,6 @@ from srnet.bias.features import (
 from srnet.bias.model import BiasConfig, BiasModel, SplitPredictions, fit_bias_model
 from srnet.bias.predictions import (
     load_bias_log_probs,
-    load_teacher_probs,
     read_bias_header,
     write_bias_predictions,
 )
@@ -34,7 +34,6 @@ __all__ = [
     "get_feature",
     "load_bias_log_probs",
     "load_difficulty",
-    "load_teacher_probs",
     "read_bias_header",
     "register_feature",
     "write_bias_predictions",

@@ -22,13 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from srnet.bias.predictions import (
-    PROB_FLOOR,
-    read_jsonl_rows,
-    read_prediction_probs,
-    require_ids,
-    rows_by_id,
-)
+from srnet.bias.predictions import PROB_FLOOR
+from srnet.by_id import read_jsonl_rows, read_prediction_probs, require_ids, rows_by_id
 from srnet.errors import SrnetError
 from srnet.io import atomic_write_jsonl
 

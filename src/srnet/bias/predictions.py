@@ -1,4 +1,4 @@
-"""Bias-prediction and teacher-prediction files: srnet's own format and the formats others ship.
+"""Bias-prediction files: srnet's own format and the formats others ship.
 
 **srnet bias format** (``.jsonl``, written by :func:`write_bias_predictions`, atomically)::
 
@@ -22,9 +22,7 @@ further row holds one example's natural-log probabilities in the header's label 
 Values may be probabilities (each row in [0, 1], summing to 1 within 1e-3) or
 log-probabilities (each row's logsumexp is 0 within 1e-3); this is detected row by row.
 Probabilities are floored at ``PROB_FLOOR`` and renormalised so no log-probability is -inf.
-
-**Teacher predictions** are the training loop's ``predictions/<split>.jsonl`` rows
-``{"id", "gold", "pred", "probs"}``, ``probs`` over the model classes.
+The rows are read by id with :mod:`srnet.by_id`.
 """
 
 from __future__ import annotations
@@ -38,12 +36,12 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from srnet.by_id import TOLERANCE, align_rows, is_probs, read_jsonl_rows, reject_row, rows_by_id
 from srnet.errors import SrnetError
-from srnet.io import atomic_write_jsonl, read_yaml
+from srnet.io import atomic_write_jsonl
 
 FORMAT_VERSION = 1
 PROB_FLOOR = 1e-12
-TOLERANCE = 1e-3
 
 
 def safe_log(probs: np.ndarray) -> np.ndarray:
@@ -117,112 +115,7 @@ def load_bias_log_probs(
         mapping = _load_jsonl(path, num_classes, labels)
     else:
         raise SrnetError(f"{path}: unknown bias file type '{suffix}'; use .jsonl, .npy, .pkl or .json")
-    return _to_log_probs(_align(mapping, example_ids, num_classes, path), example_ids, path)
-
-
-def teacher_file(path: str | Path) -> Path:
-    """A teacher's predictions file: ``<run>/predictions/train.jsonl`` for a run directory."""
-    path = Path(path)
-    return path / "predictions" / "train.jsonl" if path.is_dir() else path
-
-
-def teacher_golds(path: str | Path) -> dict[str, str]:
-    """Example id -> the gold label name a teacher's predictions file records (rows without one
-    are left out)."""
-    golds = {}
-    with teacher_file(path).open() as f:
-        for line in f:
-            row = json.loads(line) if line.strip() else {}
-            if isinstance(row, dict) and isinstance(row.get("gold"), str) and "id" in row:
-                golds[str(row["id"])] = row["gold"]
-    return golds
-
-
-def load_teacher_probs(
-    path: str | Path,
-    example_ids: Sequence[str],
-    num_classes: int,
-    task: str | None = None,
-) -> np.ndarray:
-    """Teacher probabilities [N, C] from a run directory or its ``predictions/<split>.jsonl``.
-
-    A run directory means ``<run>/predictions/train.jsonl``.  When ``task`` is given and the
-    run's ``config.yaml`` names a different top-level ``task`` (a name, or a section with a
-    ``name``), that is an error.
-    """
-    file = teacher_file(path)
-    if task is not None and file.parent.name == "predictions":
-        _check_run_task(file.parent.parent, task)
-    return read_prediction_probs(file, example_ids, num_classes)
-
-
-def read_prediction_probs(
-    path: str | Path, example_ids: Sequence[str], num_classes: int | None = None
-) -> np.ndarray:
-    """``probs`` [N, C] of a ``predictions/<split>.jsonl`` file aligned to ``example_ids``.
-
-    ``num_classes`` None takes the width of the file's first row.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise SrnetError(f"prediction file {path} does not exist")
-    rows = read_jsonl_rows(path)
-    mapping = rows_by_id(rows, path, "probs")
-    if num_classes is None:
-        num_classes = len(next(iter(mapping.values()), []))
-    probs = _align(mapping, example_ids, num_classes, path)
-    bad = ~_is_probs(probs)
-    if bad.any():
-        _reject_row(probs, bad, example_ids, path, "expected probabilities")
-    return probs.astype(np.float32)
-
-
-def _check_run_task(run_dir: Path, task: str) -> None:
-    config = run_dir / "config.yaml"
-    if not config.is_file():
-        return
-    data = read_yaml(config) or {}
-    found = data.get("task") if isinstance(data, dict) else None
-    if isinstance(found, dict):  # a task section rather than a bare name
-        found = found.get("name")
-    if found is not None and found != task:
-        raise SrnetError(f"teacher run {run_dir} was trained for task '{found}', not '{task}'")
-
-
-def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON Lines file; bad lines are errors naming file:line."""
-    rows = []
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise SrnetError(f"{path}:{lineno}: not valid UTF-8 text") from None
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError) as exc:  # JSONDecodeError, over-long ints, nesting
-                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
-                raise SrnetError(f"{path}:{lineno}: not valid JSON ({reason})") from None
-            if not isinstance(row, dict):
-                raise SrnetError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
-    return rows
-
-
-def rows_by_id(rows: list[dict[str, Any]], path: Path, *keys: str) -> dict[str, Any]:
-    """id -> the first of ``keys`` present in each row; duplicate ids are errors."""
-    mapping: dict[str, Any] = {}
-    for n, row in enumerate(rows, start=1):
-        key = next((k for k in keys if k in row), None)
-        if "id" not in row or key is None:
-            raise SrnetError(f"{path}: row {n} needs 'id' and one of {list(keys)}")
-        ex_id = str(row["id"])
-        if ex_id in mapping:
-            raise SrnetError(f"{path}: id '{ex_id}' appears twice")
-        mapping[ex_id] = row[key]
-    return mapping
+    return _to_log_probs(align_rows(mapping, example_ids, num_classes, path), example_ids, path)
 
 
 def _load_jsonl(path: Path, num_classes: int, labels: Sequence[str] | None) -> dict[str, Any]:
@@ -302,38 +195,6 @@ def _load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _align(
-    mapping: Mapping[str, Any], example_ids: Sequence[str], num_classes: int, path: Path
-) -> np.ndarray:
-    """Rows of ``mapping`` in the order of ``example_ids`` as [N, C] floats."""
-    require_ids(mapping, example_ids, path, "prediction")
-    out = np.empty((len(example_ids), num_classes), dtype=np.float64)
-    for n, ex_id in enumerate(example_ids):
-        try:
-            row = np.asarray(mapping[str(ex_id)], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise SrnetError(f"{path}: row for id '{ex_id}' is not a list of numbers") from exc
-        if row.shape[0] != num_classes:
-            raise SrnetError(
-                f"{path}: row for id '{ex_id}' has {row.shape[0]} classes; expected {num_classes}"
-            )
-        out[n] = row
-    return out
-
-
-def require_ids(mapping: Mapping[str, Any], example_ids: Sequence[str], path: Path, what: str) -> None:
-    """SrnetError naming the first example id that ``mapping`` lacks, if any."""
-    missing = [i for i in example_ids if str(i) not in mapping]
-    if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise SrnetError(f"{path}: no {what} for example id '{missing[0]}'{more}")
-
-
-def _is_probs(values: np.ndarray) -> np.ndarray:
-    in_range = ((values >= 0) & (values <= 1)).all(axis=1)
-    return in_range & (np.abs(values.sum(axis=1) - 1) <= TOLERANCE)
-
-
 def _is_log_probs(values: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         total = logsumexp(values, axis=1)
@@ -342,17 +203,10 @@ def _is_log_probs(values: np.ndarray) -> np.ndarray:
 
 def _to_log_probs(values: np.ndarray, example_ids: Sequence[str], path: Path) -> np.ndarray:
     """Detect probabilities vs log-probabilities row by row; return floored log-probs [N, C]."""
-    probs = _is_probs(values)
+    probs = is_probs(values)
     logs = _is_log_probs(values)
     bad = ~(probs | logs)
     if bad.any():
-        _reject_row(values, bad, example_ids, path, "expected probabilities or log-probabilities")
+        reject_row(values, bad, example_ids, path, "expected probabilities or log-probabilities")
     as_probs = np.where(probs[:, None], values, np.exp(np.where(logs[:, None], values, 0.0)))
     return safe_log(as_probs).astype(np.float32)
-
-
-def _reject_row(
-    values: np.ndarray, bad: np.ndarray, example_ids: Sequence[str], path: Path, expected: str
-) -> None:
-    n = int(np.flatnonzero(bad)[0])
-    raise SrnetError(f"{path}: row for id '{example_ids[n]}' sums to {values[n].sum():.4g}; {expected}")

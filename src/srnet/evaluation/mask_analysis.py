@@ -11,7 +11,7 @@ import torch
 
 from srnet.errors import SrnetError
 from srnet.models.structure import PrunableWeight, classify_weight
-from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
+from srnet.sparsity.counting import pooled_sparsity, zero_counts
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,9 @@ to one stage (``prune.training.epochs=1``), as grid keys do.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,6 +121,62 @@ class DemoResult:
     summary: str
 
 
+def run_demo(
+    data_dir: str | Path | None = None,
+    output_dir: str | Path = "runs",
+    overrides: list[str] | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    seeds: int = 1,
+    progress: Callable[[str], None] = print,
+) -> DemoResult:
+    """Run the demo sweep and write its report and summary; a demo that has already completed
+    returns its finished result again (``overwrite`` starts it over, ``resume`` continues it)."""
+    from srnet.experiments.sweep.execute import execute
+    from srnet.experiments.sweep.plan import RECORD, plan_sweep, record_sweep
+    from srnet.models.loading import check_model_source
+
+    data = demo_sweep(data_dir, output_dir, overrides, seeds)
+    jobs = plan_sweep(data, "demo")
+    out = Path(data["output_dir"])
+    if not overwrite and (done := finished_demo(out, jobs)) is not None:
+        return done
+    check_model_source(data["base"]["model"]["name"])
+    if not overwrite and (out / RECORD).is_file() and not resume:
+        raise SrnetError(f"{out} holds an unfinished demo; pass --resume to continue it or "
+                         "--overwrite to start over")
+    with set_aside(out if overwrite else None):
+        record_sweep(data, out, resume=resume and not overwrite)
+        result = execute(jobs, out, progress=progress)
+        for job in jobs:
+            if job.key in result.failed:
+                raise SrnetError(f"demo stage '{job.label}' failed: {result.failed[job.key]}")
+        return summarize_demo(out, progress=progress)
+
+
+@contextmanager
+def set_aside(folder: Path | None) -> Iterator[None]:
+    """Move ``folder`` to a hidden sibling while the block runs; delete it once the block
+    succeeds, move it back if the block fails or is interrupted (``--overwrite`` loses nothing
+    until the new result exists; after a SIGKILL the old one is still in the sibling)."""
+    if folder is None or not folder.exists():
+        yield
+        return
+    kept = folder.with_name(f".{folder.name}.previous")
+    if kept.exists():
+        raise SrnetError(f"an earlier --overwrite of {folder} was interrupted: the demo before it "
+                         f"is kept in {kept}; move it back or delete it, then run again")
+    folder.rename(kept)
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        kept.rename(folder)
+        raise
+    shutil.rmtree(kept)
+
+
 def finished_demo(out: Path, jobs: list) -> DemoResult | None:
     """The result of the demo in ``out`` when every stage of ``jobs`` and its summary are done."""
     summary = out / SUMMARY
@@ -131,29 +189,27 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
     """Write the demo's report (``srnet report``'s machinery) and its summary: dense CE vs the
     subnetworks, one row per configuration (mean ± std over seeds) under the primary collapse rule
     (report.md has both), collapsed configurations marked."""
-    from srnet.reporting.aggregate import (
+    from srnet.reporting.render import format_table
+    from srnet.reporting.runs import find_runs, load_run, split_grid_points
+    from srnet.reporting.stats import (
         COLLAPSED,
         MASK_FLIPPED,
         MASK_JACCARD,
+        cohorts,
         collapsed_runs,
-        find_runs,
         group_runs,
-        load_run,
-        sections,
-        split_grid_points,
     )
-    from srnet.reporting.render import format_table
     from srnet.reporting.study import RULE_TEXT, write_report
 
     progress("report: writing report.md and figures")
     report = write_report([out], out / "report")
     runs = split_grid_points(load_run(p) for p in find_runs([out]) if out / "report" not in p.parents)
-    found = sections(runs)
+    found = cohorts(runs)
     lines = []
-    for section in found:
-        merging = section.merging_splits()
+    for cohort in found:
+        merging = cohort.merging_splits()
         rows = []
-        for group in group_runs(section):
+        for group in group_runs(cohort):
             measured = [(r.metrics.sparsity.overall if r.metrics.sparsity else None) or 0.0
                         for r in group.runs]
             row = {"model": group.name, "sparsity": f"{sum(measured) / len(measured):.1%}",
@@ -165,9 +221,9 @@ def summarize_demo(out: Path, progress: Callable[[str], None] = print) -> DemoRe
                 row[column] = _mean_std(stat) + collapsed_runs(group, split)
             rows.append(row)
         columns = list(dict.fromkeys(c for row in rows for c in row))
-        lines += [f"{section.title}", format_table(rows, columns)]
+        lines += [f"{cohort.title}", format_table(rows, columns)]
         if merging:
-            lines += [f"{', '.join(merging)}: collapse rule '{section.rule}': {RULE_TEXT[section.rule]} "
+            lines += [f"{', '.join(merging)}: collapse rule '{cohort.rule}': {RULE_TEXT[cohort.rule]} "
                       "(report.md: both rules)"]
         if any("†" in str(v) for row in rows for v in row.values()):
             lines += ["† k/n: k of the n runs put >= 95% of their challenge predictions in one class "

@@ -15,7 +15,8 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
-from srnet.sparsity.mask_io import expand_masks, masked_module, pooled_sparsity, zero_counts
+from srnet.sparsity.counting import pooled_sparsity, zero_counts
+from srnet.sparsity.shapes import expand_masks, masked_module
 
 EXPORT_INFO_FILENAME = "srnet_export.json"
 EXPORT_FORMAT_VERSION = "1"

@@ -30,7 +30,8 @@ from srnet.export.card import CARD_FILENAME, model_card
 from srnet.export.onnx import INT8_FILENAME, ONNX_FILENAME, check_quantize, export_onnx, require_onnx
 from srnet.io import atomic_folder, atomic_write_json, file_sha256
 from srnet.models.loading import quiet_transformers
-from srnet.sparsity.mask_io import MaskMetadata, expand_masks, masked_module
+from srnet.sparsity.mask_io import MaskMetadata
+from srnet.sparsity.shapes import expand_masks, masked_module
 
 SHIPPED_FILES = (WEIGHTS_FILENAME, ONNX_FILENAME, INT8_FILENAME)
 """The files whose SHA-256 ``srnet_export.json`` records (under ``sha256``), where written."""

@@ -19,7 +19,7 @@ from srnet.errors import SrnetError
 from srnet.export.bake import bake_masks
 from srnet.models import shrunk as shrunk_modeling
 from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES, resize_linears
-from srnet.sparsity.mask_io import expand_masks, model_groups
+from srnet.sparsity.shapes import expand_masks, model_groups
 
 __all__ = ["KEPT_KEY", "MODELING_FILENAME", "SHAPES_KEY", "prepare_remote_code", "shrink_model"]
 

@@ -64,7 +64,8 @@ from srnet.pruning import build_method
 from srnet.pruning.base import Calibration, PruningMethod
 from srnet.pruning.config import PruningConfig
 from srnet.pruning.lifecycle import attach
-from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
+from srnet.sparsity.fingerprint import model_fingerprint, weights_digest
+from srnet.sparsity.mask_io import MaskMetadata, save_masks
 from srnet.training.data import model_inputs
 from srnet.training.objectives import Standard, loss_backward
 from srnet.training.objectives.base import with_penalty

@@ -3,8 +3,8 @@ batch, each read once from its file and aligned to the training examples by id.
 
 Built in: ``bias_log_probs`` (:mod:`.bias_log_probs`), ``teacher_probs`` (:mod:`.teacher_probs`),
 ``difficulty`` (:mod:`.difficulty`).  Adding an input is one module: a :class:`LossInput` class
-(its ``source`` key, reader and batch check) and its ``@register_input("name")`` line; a loss
-names it in ``requires``, a recipe gives its file as ``loss.inputs.<source>`` and the
+(its ``source`` key, reader, batch check and dummy file) and its ``@register_input("name")``
+line; a loss names it in ``requires``, a recipe gives its file as ``loss.inputs.<source>`` and the
 ``SrnetTrainer`` as ``inputs={"<source>": path}`` (``tests/toy_input.py`` is one).
 """
 

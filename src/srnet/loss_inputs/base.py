@@ -62,6 +62,11 @@ class LossInput(ABC):
         (float, finite, of the right shape) holds values this input never has.  Called on every
         batch and once on the whole file as read (``owner``: the file; rows: the training examples)."""
 
+    def write_dummy(self, path: Path, context: ReadContext, rng: np.random.Generator) -> Path:
+        """Write a file of random valid values for ``context``'s examples to ``path`` and return it
+        (the test matrix runs every registered input from one)."""
+        raise NotImplementedError(f"loss input '{self.name}' writes no dummy file (LossInput.write_dummy)")
+
 
 LOSS_INPUTS: Registry[type[LossInput]] = Registry("loss input")
 register_input = LOSS_INPUTS.register

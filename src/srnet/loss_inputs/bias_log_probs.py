@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from srnet.bias.predictions import load_bias_log_probs
+from srnet.bias.predictions import load_bias_log_probs, write_bias_predictions
 from srnet.errors import SrnetError
 from srnet.loss_inputs.base import LossInput, ReadContext, register_input
 
@@ -34,3 +34,9 @@ class BiasLogProbs(LossInput):
             row = int(bad.nonzero()[0])
             raise SrnetError(f"{owner}: bias_log_probs row {row} has logsumexp {total[row].item():.4g}; "
                              "expected natural-log probabilities (logsumexp 0)")
+
+    def write_dummy(self, path: Path, context: ReadContext, rng: np.random.Generator) -> Path:
+        labels = context.labels or [str(n) for n in range(context.num_classes)]
+        probs = rng.dirichlet(np.ones(context.num_classes), len(context.ids))
+        return write_bias_predictions(path, context.ids, np.log(probs), labels=labels, feature="dummy",
+                                      split="train")

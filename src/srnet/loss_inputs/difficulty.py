@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from torch import Tensor
 
-from srnet.bias.difficulty import load_difficulty
+from srnet.bias.difficulty import load_difficulty, write_difficulty
 from srnet.errors import SrnetError
 from srnet.loss_inputs.base import LossInput, ReadContext, register_input
 
@@ -30,3 +30,6 @@ class Difficulty(LossInput):
         if bad.any():
             row = int(bad.nonzero()[0])
             raise SrnetError(f"{owner}: difficulty {value[row].item():.4g} at row {row}; expected [0, 1]")
+
+    def write_dummy(self, path: Path, context: ReadContext, rng: np.random.Generator) -> Path:
+        return write_difficulty(path, context.ids, rng.uniform(0.2, 1.0, len(context.ids)))

@@ -39,7 +39,7 @@ from srnet.models import (
 )
 from srnet.pruning.config import MethodParams, PruningConfig
 from srnet.sparsity import FixedMask, GroupMask, Schedule, attach, original_weight
-from srnet.sparsity.mask_io import pooled_sparsity, zero_counts
+from srnet.sparsity.counting import pooled_sparsity, zero_counts
 from srnet.sparsity.masks import FusedMaskForward
 
 

@@ -19,7 +19,8 @@ from srnet.models import ALL_ROLES, MaskGroup, PrunableWeight, find_prunable
 from srnet.pruning.base import OneShotMethod, OneShotParams
 from srnet.pruning.config import PruningConfig
 from srnet.pruning.registry import register_method
-from srnet.sparsity.mask_io import expand_masks, load_masks, mask_granularity, mask_shapes, model_groups
+from srnet.sparsity.mask_io import load_masks
+from srnet.sparsity.shapes import expand_masks, mask_granularity, mask_shapes, model_groups
 
 
 class FixedParams(OneShotParams):

@@ -1,6 +1,6 @@
 """The run record: ``metrics.json`` as a typed model, the one contract between the run kinds that
-write it and every reader (aggregate, the report sections, ``f_bias``, transfer, the demo, the
-model card, the CLI summary).
+write it and every reader (the report's runs and statistics, its sections, ``f_bias``, transfer,
+the demo, the model card, the CLI summary).
 
 Every field is optional and unknown keys are kept (``extra="allow"``), so a folder written by an
 older or newer srnet still loads; the scores of one split stay a JSON mapping, typed as

@@ -3,14 +3,15 @@
 Masks are plain ``dict[str, torch.Tensor]`` of 0/1 entries keyed by the qualified module name of
 the masked weight (``PrunableWeight.name``), each with that weight's shape; structured masks are
 keyed by group name (``MaskGroup.name``, e.g. ``bert.encoder.layer.0.heads``) with one gate per
-head or neuron.  On disk they are stored as uint8; they load back as bool, bit for bit.
+head or neuron.  On disk they are stored as uint8; they load back as bool, bit for bit.  Beside
+this file format: :mod:`.shapes` (what each key names in a model), :mod:`.fingerprint` (which
+backbone and weights a mask belongs to) and :mod:`.counting` (zeros per mask, pooled).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save
 from torch import nn
-from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write
-from srnet.models.structure import GRANULARITIES, MaskGroup, find_groups
+from srnet.models.structure import GRANULARITIES
+from srnet.sparsity.counting import as_bool, pooled_sparsity, zero_counts
+from srnet.sparsity.fingerprint import model_fingerprint
+from srnet.sparsity.shapes import describe_model, mask_shapes
 
 FORMAT_VERSION = "1"
 MASKS_FILENAME = "masks.safetensors"
-
-# Config keys that describe how a model is loaded or run, not which model it is.
-_RUNTIME_CONFIG_KEYS = frozenset({
-    "architectures", "dtype", "torch_dtype", "transformers_version", "id2label", "label2id",
-    "num_labels", "problem_type", "finetuning_task", "output_attentions", "output_hidden_states",
-    "return_dict", "use_cache", "chunk_size_feed_forward",
-})
 
 
 class MaskMetadata(BaseModel):
@@ -68,127 +64,10 @@ class MaskFileMetadata(MaskMetadata):
     per_matrix: dict[str, float] = Field(description="Fraction of zeros of each masked matrix.")
 
 
-def zero_counts(masks: Mapping[str, torch.Tensor]) -> dict[str, tuple[int, int]]:
-    """Map each name to ``(zeros, numel)`` of its 0/1 (or bool) tensor."""
-    return {name: (int((m == 0).sum()), m.numel()) for name, m in masks.items()}
 
 
-def pooled_sparsity(counts: Iterable[tuple[int, int]]) -> float:
-    """Overall fraction of zeros of ``(zeros, numel)`` pairs, weighted by numel."""
-    pairs = list(counts)
-    total = sum(n for _, n in pairs)
-    return sum(z for z, _ in pairs) / total if total else 0.0
 
 
-def describe_model(model: nn.Module) -> str:
-    """A short human name for a model: its type and where it was loaded from."""
-    config = getattr(model, "config", None)
-    kind = getattr(config, "model_type", None) or type(model).__name__
-    origin = getattr(config, "_name_or_path", "") if config is not None else ""
-    return f"{kind} model '{origin}'" if origin else f"{kind} model"
-
-
-def masked_module(model: nn.Module, name: str) -> nn.Module:
-    """The module called ``name`` in ``model``; ``SrnetError`` unless it has a weight tensor."""
-    try:
-        module = model.get_submodule(name)
-    except AttributeError:
-        module = None
-    has_weight = module is not None and (
-        parametrize.is_parametrized(module, "weight")
-        or isinstance(getattr(module, "weight", None), torch.Tensor)
-    )
-    if not has_weight:
-        raise SrnetError(f"mask key '{name}' names no weight in this {describe_model(model)}")
-    return module
-
-
-def weight_shape(module: nn.Module) -> tuple[int, ...]:
-    """Shape of ``module.weight`` without running a parametrization (which may sample noise)."""
-    if parametrize.is_parametrized(module, "weight"):
-        return tuple(module.parametrizations["weight"].original.shape)
-    return tuple(module.weight.shape)
-
-
-def model_groups(model: nn.Module) -> dict[str, MaskGroup]:
-    """The model's head and neuron groups by name ({} for an architecture without groups)."""
-    try:
-        return {g.name: g for g in find_groups(model, ("head", "neuron"))}
-    except SrnetError:
-        return {}
-
-
-def mask_shapes(model: nn.Module, names: Iterable[str]) -> dict[str, tuple[int, ...]]:
-    """The shape each named mask must have: its weight's, or ``(count,)`` for a group's gates."""
-    groups: dict[str, MaskGroup] | None = None
-    shapes = {}
-    for name in names:
-        try:
-            shapes[name] = weight_shape(masked_module(model, name))
-        except SrnetError:
-            groups = model_groups(model) if groups is None else groups
-            if name not in groups:
-                raise
-            shapes[name] = (groups[name].count,)
-    return shapes
-
-
-def mask_granularity(model: nn.Module, names: Iterable[str]) -> str:
-    """``head``, ``neuron`` or ``head+neuron`` when every name is one of the model's head/neuron
-    groups (group gates), else ``unstructured``."""
-    groups = model_groups(model)
-    names = list(names)
-    if not names or any(name not in groups for name in names):
-        return "unstructured"
-    kinds = {groups[name].kind for name in names}
-    return "+".join(kind for kind in ("head", "neuron") if kind in kinds)
-
-
-def expand_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Per-weight masks: group gates broadcast onto their members' rows/columns (others as they are)."""
-    shapes = mask_shapes(model, masks)
-    groups = model_groups(model) if any(len(s) == 1 for s in shapes.values()) else {}
-    out: dict[str, torch.Tensor] = {}
-    for name, mask in masks.items():
-        if name not in groups:
-            out[name] = mask
-            continue
-        for m in groups[name].members:
-            gates = _as_bool(name, mask).repeat_interleave(m.width)
-            shape = weight_shape(m.module)
-            out[m.name] = (gates.unsqueeze(1) if m.axis == 0 else gates.unsqueeze(0)).expand(shape).clone()
-    return out
-
-
-def model_fingerprint(model: nn.Module, names: Iterable[str]) -> str:
-    """A short hash of the model's config and the shapes of the named weights.
-
-    Load-time settings (paths, versions, dtype, label names, dropout) are left out, so the same
-    backbone loaded from another path, with another head size or another dtype, has the same
-    fingerprint; another architecture or size does not.
-    """
-    config = getattr(model, "config", None)
-    if config is None:
-        described: dict[str, Any] = {"class": type(model).__name__}
-    else:
-        described = {
-            key: value
-            for key, value in config.to_dict().items()
-            if not key.startswith("_") and key not in _RUNTIME_CONFIG_KEYS and "dropout" not in key
-        }
-    shapes = {name: list(shape) for name, shape in sorted(mask_shapes(model, names).items())}
-    blob = json.dumps({"config": described, "weights": shapes}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def weights_digest(model: nn.Module) -> str:
-    """A short hash of every parameter's name and fp32 values: equal only for the same weights
-    (a classifier head, fine-tuned or fresh, included)."""
-    digest = hashlib.sha256()
-    for name, param in sorted(model.named_parameters()):
-        digest.update(name.encode())
-        digest.update(param.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
-    return digest.hexdigest()[:16]
 
 
 def save_masks(
@@ -203,7 +82,7 @@ def save_masks(
     if not masks:
         raise SrnetError(f"{path}: no masks to save")
     tensors = {
-        name: _as_bool(name, m).to(torch.uint8).cpu().contiguous() for name, m in masks.items()
+        name: as_bool(name, m).to(torch.uint8).cpu().contiguous() for name, m in masks.items()
     }
     counts = zero_counts(tensors)
     written = MaskFileMetadata(
@@ -287,12 +166,6 @@ def check_fit(
             )
 
 
-def _as_bool(name: str, mask: torch.Tensor) -> torch.Tensor:
-    if mask.dtype == torch.bool:
-        return mask
-    if not bool(((mask == 0) | (mask == 1)).all()):
-        raise SrnetError(f"mask '{name}' has entries other than 0 and 1 ({mask.dtype})")
-    return mask.to(torch.bool)
 
 
 def _mask_file(path: str | Path) -> Path:

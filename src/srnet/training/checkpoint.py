@@ -1,9 +1,12 @@
-"""Resumable training checkpoints, written atomically as whole folders."""
+"""Resumable training checkpoints, written atomically as whole folders: the model's tensors
+(``model.safetensors``), the optimizer, scheduler, method and RNG states (``trainer.pt``) and where
+training stands, as JSON (``trainer_state.json``, as transformers' ``Trainer`` writes it)."""
 
 from __future__ import annotations
 
+import json
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,47 @@ import torch
 from safetensors.torch import load_model, save_model
 
 from srnet.io import atomic_folder
+
+TRAINER_STATE = "trainer_state.json"
+"""Where training stands, beside a resumable checkpoint's tensors (a ``trainer.pt`` written before
+it holds the same fields under ``state``)."""
+
+
+@dataclass
+class TrainState:
+    """Where training stands; saved with every checkpoint."""
+
+    step: int = 0
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    best_metric: float | None = None
+    best_step: int | None = None
+
+    @classmethod
+    def restored(cls, saved: object) -> TrainState:
+        """The state a checkpoint recorded; TypeError when ``saved`` is not one."""
+        if not isinstance(saved, dict):
+            raise TypeError(f"state is a {type(saved).__name__}")
+        state = cls(**saved)  # TypeError on a key TrainState does not have
+        counts = (state.step, state.epoch, state.batch_in_epoch, state.best_step or 0)
+        if not all(isinstance(n, int) and n >= 0 for n in counts) or not isinstance(
+                state.best_metric, int | float | None):
+            raise TypeError(f"state {saved}")
+        return state
+
+
+def write_train_state(state: TrainState, path: Path) -> None:
+    """``state`` as a JSON object of its fields."""
+    path.write_text(json.dumps(asdict(state), indent=2) + "\n", encoding="utf-8")
+
+
+def read_train_state(path: Path) -> TrainState:
+    """What :func:`write_train_state` wrote; ValueError or TypeError when it is not that."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable: {exc}") from None
+    return TrainState.restored(saved)
 
 
 @dataclass(frozen=True)

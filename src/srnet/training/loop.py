@@ -22,7 +22,6 @@ import os
 import pickle
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -39,12 +38,16 @@ from srnet.pruning.base import Calibration, PruningMethod
 from srnet.pruning.lifecycle import attach
 from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.checkpoint import (
+    TRAINER_STATE,
     TrainerFiles,
+    TrainState,
     load_model_state,
+    read_train_state,
     rng_state,
     save_folder_atomically,
     save_model_state,
     set_rng_state,
+    write_train_state,
 )
 from srnet.training.config import TrainingConfig
 from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler
@@ -57,31 +60,8 @@ DevMetric = Callable[[torch.nn.Module], float]
 """Evaluates the model (already frozen and in eval mode) on the ID dev split; higher is better."""
 
 
-@dataclass
-class TrainState:
-    """Where training stands; saved with every checkpoint."""
-
-    step: int = 0
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    best_metric: float | None = None
-    best_step: int | None = None
-
-    @classmethod
-    def restored(cls, saved: object) -> TrainState:
-        """The state a checkpoint recorded; TypeError when ``saved`` is not one."""
-        if not isinstance(saved, dict):
-            raise TypeError(f"state is a {type(saved).__name__}")
-        state = cls(**saved)  # TypeError on a key TrainState does not have
-        counts = (state.step, state.epoch, state.batch_in_epoch, state.best_step or 0)
-        if not all(isinstance(n, int) and n >= 0 for n in counts) or not isinstance(
-                state.best_metric, int | float | None):
-            raise TypeError(f"state {saved}")
-        return state
-
-
-CHECKPOINT_KEYS = ("state", "optimizer", "scheduler", "method", "rng")
-"""What ``trainer.pt`` holds beside the model's ``model.safetensors``."""
+CHECKPOINT_KEYS = ("optimizer", "scheduler", "method", "rng")
+"""What ``trainer.pt`` holds beside the model's ``model.safetensors`` and ``trainer_state.json``."""
 
 
 def is_main_process() -> bool:
@@ -374,9 +354,9 @@ class Trainer:
 
         def write(folder: Path) -> None:
             save_model_state(model, folder / "model.safetensors")
+            write_train_state(self.state, folder / TRAINER_STATE)
             torch.save(
                 {
-                    "state": asdict(self.state),
                     "optimizer": self.optimizer.state_dict(),
                     "scheduler": self.scheduler.state_dict(),
                     "method": self.method.state_dict(),
@@ -414,18 +394,32 @@ class Trainer:
             load_model_state(self.unwrapped, weights)
         except Exception as exc:  # safetensors' own error types, size mismatches of another model
             raise _unresumable(weights, "unreadable or foreign", exc) from None
+        state = self._saved_state()
         try:
-            self._restore(saved)
+            self._restore(saved, state)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
             raise _unresumable(path, "foreign or partial", exc) from None
         self._log({"event": "resume", "step": self.state.step})
 
-    def _restore(self, saved: object) -> None:
-        """Optimizer, scheduler, method, RNG and train state from a loaded ``trainer.pt``."""
-        missing = [key for key in CHECKPOINT_KEYS if not isinstance(saved, dict) or key not in saved]
+    def _saved_state(self) -> TrainState | None:
+        """The last checkpoint's ``trainer_state.json`` (None without one: a ``trainer.pt`` written
+        before it holds its own ``state``)."""
+        path = self.last_dir / TRAINER_STATE
+        if not path.is_file():
+            return None
+        try:
+            return read_train_state(path)
+        except (TypeError, ValueError) as exc:
+            raise _unresumable(path, "foreign or partial", exc) from None
+
+    def _restore(self, saved: object, state: TrainState | None) -> None:
+        """Optimizer, scheduler, method and RNG from a loaded ``trainer.pt``, and the train state
+        (``state``, or the one an older ``trainer.pt`` holds)."""
+        keys = CHECKPOINT_KEYS if state is not None else ("state", *CHECKPOINT_KEYS)
+        missing = [key for key in keys if not isinstance(saved, dict) or key not in saved]
         if missing:
             raise ValueError(f"no {', '.join(missing)}")
-        state = TrainState.restored(saved["state"])
+        state = state if state is not None else TrainState.restored(saved["state"])
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scheduler.load_state_dict(saved["scheduler"])
         if saved["method"] is not None:  # None: a dense run saved before the dense method existed

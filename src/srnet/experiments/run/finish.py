@@ -20,7 +20,8 @@ from srnet.pruning.base import PruningMethod
 from srnet.reporting.render import plot_sparsity_heatmap
 from srnet.rundir.layout import RunDir
 from srnet.rundir.record import RunMetrics, write_metrics
-from srnet.sparsity.mask_io import MaskMetadata, model_fingerprint, save_masks, weights_digest
+from srnet.sparsity.fingerprint import model_fingerprint, weights_digest
+from srnet.sparsity.mask_io import MaskMetadata, save_masks
 from srnet.sparsity.tickets import SCORES_FILENAME, save_scores
 
 Masks = dict[str, torch.Tensor]

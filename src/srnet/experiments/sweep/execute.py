@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -134,6 +135,17 @@ def execute(
                     _event(output_dir, "failed", job, error=message)
                     progress(line(job, "FAILED", f": {message}"))
     return result
+
+
+def refuse_worker_reentry() -> None:
+    """Stop a sweep worker that is importing the script which started the sweep (spawned workers
+    import the main module; an unguarded ``api.sweep`` call there would start a sweep in each)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__mp_main__":
+            raise SystemExit('srnet: a sweep worker imported the script that calls api.sweep; put the '
+                             'call under `if __name__ == "__main__":`')
+        frame = frame.f_back
 
 
 def check_executor(executor: str, workers: int, gpus_per_stage: float | None = None) -> None:

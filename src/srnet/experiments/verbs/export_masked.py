@@ -26,7 +26,8 @@ def export_run(
     from srnet.export.checkpoint import check_export_folder
     from srnet.export.onnx import require_onnx
     from srnet.models.loading import load_classifier, load_tokenizer
-    from srnet.sparsity.mask_io import check_fit, load_masks, weights_digest
+    from srnet.sparsity.fingerprint import weights_digest
+    from srnet.sparsity.mask_io import check_fit, load_masks
 
     check_export_folder(out, overwrite)  # what can be checked without the model, before it loads
     if config.onnx:

@@ -24,13 +24,13 @@ class AttackTables(SetSection):
     order = 20
 
     def applies(self, study: Study, runs: RunSet) -> bool:
-        return any(run.attacks for run in runs.section.runs)
+        return any(run.attacks for run in runs.cohort.runs)
 
     def render(self, study: Study, runs: RunSet) -> Part:
         part = Part()
-        names = {name for run in runs.section.runs for name in run.attacks}
+        names = {name for run in runs.cohort.runs for name in run.attacks}
         for name in sorted(names, key=lambda n: (n.startswith(UNION), n)):  # unions last
-            summaries = [run.attacks[name] for run in runs.section.runs if name in run.attacks]
+            summaries = [run.attacks[name] for run in runs.cohort.runs if name in run.attacks]
             splits = ", ".join(sorted({str(s.get("split")) for s in summaries}))
             totals = ", ".join(str(t) for t in sorted({s.get("total") for s in summaries}, key=str))
             columns = {f"{name} {c}": c for c in ATTACK_COLUMNS}

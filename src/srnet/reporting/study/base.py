@@ -6,7 +6,7 @@ whether it :meth:`applies` and :meth:`renders <SetSection.render>` a :class:`Par
 lines, figures it drew, tables for the console, further files it wrote).  Two scopes:
 
 * :class:`SetSection`: once per set of comparable runs (same task, same evaluation splits and
-  sizes: :func:`srnet.reporting.aggregate.sections`), under that set's ``## i.`` heading; its
+  sizes: :func:`srnet.reporting.stats.cohorts`), under that set's ``## i.`` heading; its
   lines go to the set's body, its figures to the set's ``### Figures`` list.
 * :class:`StudySection`: once per report, after the sets, for results that join runs of several
   sets or files beside the runs (a sweep's ``bench.json``): it writes its own ``##`` heading.
@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from srnet.registry import Registry
-from srnet.reporting.aggregate import LABEL_DEFAULTS, LABELS, Group, Run, Section, Stat, collapsed_runs
 from srnet.reporting.render import Panel, format_table, plot_sparsity_curves
+from srnet.reporting.runs import LABEL_DEFAULTS, LABELS, Run
+from srnet.reporting.stats import Cohort, Group, Stat, collapsed_runs
 
 
 @dataclass
@@ -33,7 +34,7 @@ class RunSet:
     """One set of comparable runs: its number in the report, the runs, their configurations."""
 
     index: int
-    section: Section
+    cohort: Cohort
     groups: list[Group]
 
     @property

@@ -9,8 +9,9 @@ against sparsity, one line per method x loss (±std band), dense models as dashe
 
 from __future__ import annotations
 
-from srnet.reporting.aggregate import DENSE, Group, Stat, collapsed_runs
 from srnet.reporting.render import Curve, Panel
+from srnet.reporting.runs import DENSE
+from srnet.reporting.stats import Group, Stat, collapsed_runs
 from srnet.reporting.study.base import Part, RunSet, SetSection, Study, register_section
 
 PANELS = {"easy": "easy examples", "hard": "hard examples", "E-H": "easy − hard gap"}
@@ -18,7 +19,7 @@ PANELS = {"easy": "easy examples", "hard": "hard examples", "E-H": "easy − har
 
 def easy_hard_split(runs: RunSet) -> str | None:
     """The first ID split of the set whose runs recorded an easy/hard split."""
-    return next((s for s in runs.section.id_splits if any(f"E-H {s}" in g.stats for g in runs.groups)), None)
+    return next((s for s in runs.cohort.id_splits if any(f"E-H {s}" in g.stats for g in runs.groups)), None)
 
 
 @register_section("easy_hard")
@@ -33,7 +34,7 @@ class EasyHard(SetSection):
     def render(self, study: Study, runs: RunSet) -> Part:
         split = easy_hard_split(runs)
         assert split is not None
-        table = easy_hard_table(runs.groups, runs.section.id_splits, runs.section.ood_splits, split)
+        table = easy_hard_table(runs.groups, runs.cohort.id_splits, runs.cohort.ood_splits, split)
         part = Part.with_table("Easy / hard split (RMC Table 6 layout)",
                                f"Points (accuracy x 100), mean ± std over the runs of a configuration; "
                                f"{split}: all its examples, then the hard and the easy ones and their "

@@ -16,8 +16,8 @@ import torch
 
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import compare_masks
-from srnet.reporting.aggregate import DENSE
 from srnet.reporting.render import format_table, plot_similarity
+from srnet.reporting.runs import DENSE
 from srnet.reporting.study.base import Part, RunSet, SetSection, Study, display, register_section
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from srnet.evaluation.mask_analysis import SparsityTable
-from srnet.reporting.aggregate import DENSE, Group
 from srnet.reporting.render import plot_sparsity_heatmap
+from srnet.reporting.runs import DENSE
+from srnet.reporting.stats import Group
 from srnet.reporting.study.base import (
     Part,
     RunSet,

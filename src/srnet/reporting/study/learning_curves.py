@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from srnet.reporting.aggregate import Run
 from srnet.reporting.render import new_figure, save_figure
+from srnet.reporting.runs import Run
 from srnet.reporting.study.base import Part, RunSet, SetSection, Study, display, register_section
 from srnet.rundir.layout import RunDir
 
@@ -39,12 +39,12 @@ class LearningCurves(SetSection):
     order = 60
 
     def applies(self, study: Study, runs: RunSet) -> bool:
-        return study.figures and any(eval_curve(run.path)[0] for run in runs.section.runs)
+        return study.figures and any(eval_curve(run.path)[0] for run in runs.cohort.runs)
 
     def render(self, study: Study, runs: RunSet) -> Part:
-        section = runs.section
-        split = section.id_splits[0] if section.id_splits else None
-        scheme = section.scheme(split) if split else None
+        cohort = runs.cohort
+        split = cohort.id_splits[0] if cohort.id_splits else None
+        scheme = cohort.scheme(split) if split else None
         metric = scheme.metric.replace("_", " ") if scheme else "metric"
         curves = []
         for group in runs.groups:
@@ -62,12 +62,12 @@ class LearningCurves(SetSection):
         for i, (name, steps, values) in enumerate(lines):  # past 10 lines the colours repeat: dashed
             ax.plot(steps, values, marker="o", ls=("-", "--", ":")[i // 10 % 3], color=f"C{i % 10}",
                     label=name, markersize=4)
-        chance = _majority(section.runs, split)
+        chance = _majority(cohort.runs, split)
         if chance is not None:
             ax.axhline(chance, color="grey", ls=":", lw=1, label=f"majority class ({chance:.3g})")
         ax.set_xlabel("training step")
         ax.set_ylabel(f"dev {metric}" + (f" ({split})" if split else ""))
-        title = f"{section.title}: dev {metric} during training"
+        title = f"{cohort.title}: dev {metric} during training"
         fig.suptitle(title, fontsize=9)
         ax.grid(alpha=0.3)
         if len(lines) > 6:

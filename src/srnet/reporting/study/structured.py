@@ -21,8 +21,8 @@ from typing import Any
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write_text
-from srnet.reporting.aggregate import load_run
 from srnet.reporting.render import format_table, new_figure, save_figure
+from srnet.reporting.runs import load_run
 from srnet.reporting.study.base import (
     Part,
     Study,

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from srnet.reporting.aggregate import (
-    ATTACK_COLUMNS,
+from srnet.reporting.render import Curve, Panel, plot_group_bars, plot_sparsity_curves
+from srnet.reporting.runs import DENSE
+from srnet.reporting.stats import (
     COLLAPSED,
-    DENSE,
     MASK_FLIPPED,
     MASK_JACCARD,
+    Cohort,
     Group,
-    Section,
     Stat,
     collapsed_runs,
     group_runs,
     other_rule,
 )
-from srnet.reporting.render import Curve, Panel, plot_group_bars, plot_sparsity_curves
 from srnet.reporting.study.base import (
     Part,
     RunSet,
@@ -36,6 +35,7 @@ from srnet.reporting.study.base import (
     slug,
     stats_table,
 )
+from srnet.rundir.layout import ATTACK_COLUMNS
 
 RULE_TEXT = {
     "sum": "the probabilities of the model classes merged into one label are summed before the "
@@ -52,29 +52,29 @@ class SeedAveragedTables(SetSection):
     order = 10
 
     def applies(self, study: Study, runs: RunSet) -> bool:
-        return bool(runs.section.id_splits or runs.section.ood_splits)
+        return bool(runs.cohort.id_splits or runs.cohort.ood_splits)
 
     def render(self, study: Study, runs: RunSet) -> Part:
-        section, groups = runs.section, runs.groups
-        rule = section.rule
+        cohort, groups = runs.cohort, runs.groups
+        rule = cohort.rule
         part = Part()
         lines = part.lines
-        merging = section.merging_splits()
+        merging = cohort.merging_splits()
         if merging:
             lines += [f"Scoring of {', '.join(merging)}: collapse rule `{rule}`: {RULE_TEXT[rule]}."]
-            legacy = [r for r in section.runs if any("by_rule" not in r.metrics.ood[s] for s in merging)]
+            legacy = [r for r in cohort.runs if any("by_rule" not in r.metrics.ood[s] for s in merging)]
             if legacy:
                 lines += [f"{len(legacy)} run(s) predate recording both rules: their metrics.json holds "
                           "`sum` only."]
             lines += [""]
-        for split in section.id_splits:
-            sizes = {(b["n_easy"], b["n_hard"]) for r in section.runs
+        for split in cohort.id_splits:
+            sizes = {(b["n_easy"], b["n_hard"]) for r in cohort.runs
                      if (b := (r.metrics.id.get(split) or {}).get("easy_hard"))}
             if sizes:
                 shown = "; ".join(f"{e:,} easy / {h:,} hard" for e, h in sorted(sizes))
                 lines += [f"Easy/hard split of {split} (easy = the bias model predicts the gold label): "
                           f"{shown}.", ""]
-        attacked = {f"{name} {c}" for run in section.runs for name in run.attacks for c in ATTACK_COLUMNS}
+        attacked = {f"{name} {c}" for run in cohort.runs for name in run.attacks for c in ATTACK_COLUMNS}
         columns = [c for c in dict.fromkeys(c for g in groups for c in g.stats)
                    if c not in attacked and not c.startswith(f"{COLLAPSED} ")]
         table = stats_table(groups, columns)
@@ -82,20 +82,20 @@ class SeedAveragedTables(SetSection):
         lines += [table]
         if merging:
             other = other_rule(rule)
-            alt_groups = group_runs(section, other)
+            alt_groups = group_runs(cohort, other)
             alt_columns = [c for c in dict.fromkeys(c for g in alt_groups for c in g.stats)
                            if any(c in (s, f"gap {s}") for s in merging)]
             if alt_columns:
                 lines += [f"The same OOD columns under the other rule, `{other}`: {RULE_TEXT[other]}.", "",
                           stats_table(alt_groups, alt_columns)]
         if study.figures:
-            curves = _curves(section, groups, study.out / f"{runs.prefix}_vs_sparsity.png", rule)
-            part.figures += [f for f in (curves,) if f] + list(_heuristic_bars(section, groups, study.out,
+            curves = _curves(cohort, groups, study.out / f"{runs.prefix}_vs_sparsity.png", rule)
+            part.figures += [f for f in (curves,) if f] + list(_heuristic_bars(cohort, groups, study.out,
                                                                                runs.prefix, rule))
         return part
 
 
-def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tuple[str, Path] | None:
+def _curves(cohort: Cohort, groups: list[Group], path: Path, rule: str) -> tuple[str, Path] | None:
     if all(group.labels["method"] == DENSE for group in groups):
         return None  # nothing varies with sparsity
     panels = []
@@ -105,7 +105,7 @@ def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tup
                                 and c not in attacked and c not in (MASK_FLIPPED, MASK_JACCARD)):
         part, _, rest = column.partition(" ")
         split = rest if part in ("ID", "gap", "easy", "hard", "E-H") else column
-        scheme = section.scheme(split)
+        scheme = cohort.scheme(split)
         metric = scheme.metric.replace("_", " ") if scheme else "primary metric"
         if part in ("easy", "hard"):
             ylabel, title = "accuracy", f"ID {split}: {part} examples"
@@ -132,13 +132,13 @@ def _curves(section: Section, groups: list[Group], path: Path, rule: str) -> tup
         panels.append(Panel(title, ylabel, [Curve(n, p) for n, p in curves.items()], dense))
     if not panels:
         return None
-    plot_sparsity_curves(panels, path, title=section.title)
-    return f"{section.title}: each metric against sparsity (dense models dashed)", path
+    plot_sparsity_curves(panels, path, title=cohort.title)
+    return f"{cohort.title}: each metric against sparsity (dense models dashed)", path
 
 
-def _heuristic_bars(section: Section, groups: list[Group], out: Path, prefix: str, rule: str):
-    for split in section.ood_splits:
-        scheme = section.scheme(split)
+def _heuristic_bars(cohort: Cohort, groups: list[Group], out: Path, prefix: str, rule: str):
+    for split in cohort.ood_splits:
+        scheme = cohort.scheme(split)
         shortcut = scheme.shortcut if scheme else None
         if shortcut is None:
             continue

@@ -26,8 +26,8 @@ from scipy.stats import spearmanr
 
 from srnet.compat import recorded_param
 from srnet.io import atomic_write_text
-from srnet.reporting.aggregate import Run
 from srnet.reporting.render import format_table, new_figure, plot_similarity, save_figure
+from srnet.reporting.runs import Run
 from srnet.reporting.study.base import (
     SHORT_SPLITS,
     Part,

@@ -13,8 +13,9 @@ started from the fine-tuned model being the point at 100%.
 
 from __future__ import annotations
 
-from srnet.reporting.aggregate import DENSE, MASK_FLIPPED, MASK_JACCARD, Group, collapsed_runs
 from srnet.reporting.render import Curve, Panel
+from srnet.reporting.runs import DENSE
+from srnet.reporting.stats import MASK_FLIPPED, MASK_JACCARD, Group, collapsed_runs
 from srnet.reporting.study.base import Part, RunSet, SetSection, Study, register_section
 from srnet.reporting.study.easy_hard import easy_hard_split, points
 
@@ -81,8 +82,8 @@ def start_of(group: Group) -> float | None:
 
 def winwin_table(groups: list[Group], runs: RunSet, split: str) -> str:
     """The Markdown table (cells in points)."""
-    others = [s for s in runs.section.id_splits if s != split]
-    ood = runs.section.ood_splits
+    others = [s for s in runs.cohort.id_splits if s != split]
+    ood = runs.cohort.ood_splits
     header = ["paradigm", "model", "sparsity", "n", split, "Hard", "Easy", "Gap (E − H)"]
     header += [h for s in others for h in (s, f"{s} hard")] + ood + ["flipped %", "Jaccard"]
     lines = [f"| {' | '.join(header)} |", "|" + "---|" * len(header)]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from srnet.errors import SrnetError
 from srnet.io import atomic_write_text
-from srnet.reporting.aggregate import Run, find_runs, group_runs, load_run, sections, split_grid_points
+from srnet.reporting.runs import Run, find_runs, load_run, split_grid_points
+from srnet.reporting.stats import cohorts, group_runs
 from srnet.reporting.study.base import (
     Part,
     RunSet,
@@ -80,7 +81,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool 
         [p for p in find_runs(paths) if out.resolve() not in p.resolve().parents], skipped))
     if not runs:
         raise SrnetError(f"{', '.join(map(str, paths))}: no complete runs (no metrics.json under it)")
-    comparable = [s for s in sections(runs) if s.id_splits or s.ood_splits]
+    comparable = [s for s in cohorts(runs) if s.id_splits or s.ood_splits]
     found = [RunSet(i, s, group_runs(s)) for i, s in enumerate(comparable, 1)]
     study = Study([Path(p) for p in paths], out, runs, found, figures)
     report = Report(out / "report.md")
@@ -96,7 +97,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool 
     set_sections = ordered(SetSection)
     for run_set in found:
         parts = [s.render(study, run_set) for s in set_sections if s.applies(study, run_set)]
-        lines += ["", f"## {run_set.index}. {run_set.section.title}", ""]
+        lines += ["", f"## {run_set.index}. {run_set.cohort.title}", ""]
         for part in parts:
             lines += part.lines
             report.add(part)
