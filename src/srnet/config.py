@@ -130,6 +130,11 @@ class _PluginSection(_Strict):
     def _as_given(self, params: BaseModel) -> dict[str, Any]:
         return self._given
 
+    def build(self) -> Any:
+        """The plug-in this section names, built with the params validated at load (the recipe's
+        one lookup of the name: the run does not look it up again)."""
+        return self.registry.get(self.name)(self.params)
+
     @classmethod
     def known_key(cls, parts: list[str]) -> bool:
         """Whether dotted key ``parts`` (below the section) can be set, e.g. by a sweep's grid:

@@ -35,7 +35,7 @@ from srnet.tasks import Task
 from srnet.tasks.readers import resolve_path
 from srnet.tasks.text import load_texts
 from srnet.training.loop import Trainer
-from srnet.training.objectives import build_objective, text_objectives
+from srnet.training.objectives import text_objectives
 from srnet.training.objectives.pretraining import Pretraining, dev_losses
 from srnet.training.packing import TextBlocks, hold_out, pack_blocks
 
@@ -79,7 +79,7 @@ def prepare_text(recipe: Recipe) -> PreparedText:
     data = recipe.data
     if data.eval or data.challenge or data.ood_train:
         raise SrnetError("the text task has only data.train and data.dev; score tasks with srnet transfer")
-    objective = build_objective(recipe.objective.name, recipe.objective.params)
+    objective = recipe.objective.build()
     if not isinstance(objective, Pretraining):
         raise SrnetError(
             f"the text task trains with objective {' or '.join(text_objectives())}, "

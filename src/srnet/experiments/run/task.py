@@ -22,7 +22,6 @@ from srnet.experiments.run.finish import Outcome, finish_run, mask_metadata, spa
 from srnet.experiments.run.kinds import RunKind, register_run_kind
 from srnet.export import bake_masks
 from srnet.export.onnx import GraphFile, require_onnx, runtime_graphs, runtime_model
-from srnet.losses import build_loss
 from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
@@ -34,7 +33,7 @@ from srnet.tasks.base import Example
 from srnet.tasks.spec import DataSpec
 from srnet.training.data import EncodedDataset
 from srnet.training.loop import DevMetric, Trainer
-from srnet.training.objectives import Objective, build_objective
+from srnet.training.objectives import Objective
 from srnet.training.objectives.pretraining import Pretraining
 from srnet.training.precision import resolve_mixed_precision
 
@@ -63,14 +62,14 @@ class TaskRun(RunKind):
     def prepare(self, recipe: Recipe, task: Task) -> Prepared:
         """Build the loss and method, read every file they need and load the model: any bad
         input fails here, before the run folder is created."""
-        objective = build_objective(recipe.objective.name, recipe.objective.params)
+        objective = recipe.objective.build()
         if isinstance(objective, Pretraining):
             raise SrnetError(f"objective '{recipe.objective.name}' trains on raw text (task: text), "
                              f"not on task {task.name}")
         data = load_run_data(recipe, task)
         loss = extras = None
         if data.train is not None:
-            loss = build_loss(recipe.loss.name, recipe.loss.params)
+            loss = recipe.loss.build()
             extras = read_training_extras(recipe, task, loss, data.train, objective.requires)
         method = build_method(recipe.pruning, recipe.seed)
         resolve_mixed_precision(recipe.training.mixed_precision)  # e.g. bf16 on a CPU without it
