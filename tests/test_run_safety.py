@@ -275,3 +275,12 @@ def test_a_run_refused_before_it_starts_leaves_no_lock_or_folder(tmp_path, tiny_
     with pytest.raises(SrnetError, match="poe"):  # no bias predictions: refused in prepare
         api.run(recipe)
     assert not (tmp_path / "new").exists()
+
+
+def test_an_unfinished_demo_names_the_api_keywords_from_the_api(tmp_path):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "sweep.yaml").write_text("stages: {}\n", encoding="utf-8")  # as if killed
+    with pytest.raises(SrnetError, match=r"unfinished demo; pass resume=True to continue it or "
+                                         r"overwrite=True to start over") as info:
+        api.demo(output_dir=tmp_path, progress=lambda _: None)
+    assert "\n" not in str(info.value)

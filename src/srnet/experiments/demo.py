@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from srnet.config import parse_override, set_dotted
-from srnet.errors import SrnetError
+from srnet.errors import NeedsOption, SrnetError
 from srnet.io import atomic_write_text
 
 SUMMARY = "summary.txt"
@@ -144,8 +144,8 @@ def run_demo(
         return done
     check_model_source(data["base"]["model"]["name"])
     if not overwrite and (out / RECORD).is_file() and not resume:
-        raise SrnetError(f"{out} holds an unfinished demo; pass --resume to continue it or "
-                         "--overwrite to start over")
+        raise NeedsOption(f"{out} holds an unfinished demo; pass resume=True to continue it or "
+                          "overwrite=True to start over", "resume", "overwrite")
     with set_aside(out if overwrite else None):
         record_sweep(data, out, resume=resume and not overwrite)
         result = execute(jobs, out, progress=progress)
