@@ -4,6 +4,7 @@ and timing checkpoints checked when a sweep is planned."""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import subprocess
@@ -212,3 +213,14 @@ def test_hard_init_breaks_ties_by_magnitude_under_a_gradual_schedule(tmp_path, t
         dropped = weight[mask.flatten() == 0]
         assert mask.float().mean().item() == pytest.approx(0.6, abs=0.02)  # the schedule's 40% at step 0
         assert kept.min() >= dropped.max()  # the largest weights, not the first in index order
+
+
+def test_the_log_names_the_mask_lr_apart_from_the_weights_lr(tmp_path, tiny_model_dir):
+    run = api.run(recipe(tmp_path, tiny_model_dir, "lrs", pruning=mask_train(mask_lr=0.01)))
+    entries = [json.loads(line) for line in (run.run_dir / "log.jsonl").open()]
+    train = [e for e in entries if e.get("event") == "train"]
+    assert train and all("mask_lr" in e and "lr" not in e for e in train)  # weights frozen: no lr
+    assert max(e["mask_lr"] for e in train) <= 0.01
+    dense = api.run(recipe(tmp_path, tiny_model_dir, "dense_lrs"))
+    entries = [json.loads(line) for line in (dense.run_dir / "log.jsonl").open()]
+    assert all("lr" in e and "mask_lr" not in e for e in entries if e.get("event") == "train")

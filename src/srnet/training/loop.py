@@ -427,6 +427,15 @@ class Trainer:
         set_rng_state(saved["rng"])
         self.state = state
 
+    def _learning_rates(self) -> dict[str, float]:
+        """The scheduled lr of the weights (``lr``, when any train) and of the mask parameters
+        (``mask_lr``), by optimizer group name."""
+        keys = {"mask": "mask_lr", "weights": "lr"}
+        rates: dict[str, float] = {}
+        for group, rate in zip(self.optimizer.param_groups, self.scheduler.get_last_lr(), strict=True):
+            rates.setdefault(keys.get(group.get("name", "weights"), "lr"), rate)
+        return rates
+
     def _log_train(self, logged: list[dict[str, float]], started: float, bar) -> None:
         """One log line: the mean of each value the objective logged (``loss``, and e.g. its
         distillation terms) since the last line."""
@@ -437,7 +446,7 @@ class Trainer:
             "event": "train",
             "epoch": self.state.epoch,
             "loss": means.pop("loss", 0.0),
-            "lr": self.scheduler.get_last_lr()[0],
+            **self._learning_rates(),
             "s_per_step": (time.perf_counter() - started) / count,
             "target_sparsity": self.method.current_sparsity(self.state.step),
             **means,
