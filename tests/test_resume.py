@@ -149,7 +149,7 @@ def test_a_foreign_or_partial_checkpoint_file_is_one_line(cut_run, tmp_path, nam
         api.run(spec, resume=True)
     text = str(caught.value)
     assert text.startswith(f"{path}: foreign or partial resume checkpoint (") and "\n" not in text
-    assert re.search(message, text) and text.endswith("rerun with --overwrite to start the run over")
+    assert re.search(message, text) and text.endswith("rerun with overwrite=True to start the run over")
 
 
 def test_the_train_state_is_json_beside_the_tensors(cut_run):
@@ -196,7 +196,7 @@ def test_a_lost_checkpoint_is_refused_not_restarted_from_step_0(cut_run, tmp_pat
         target.unlink()
     path = folder / "checkpoints" / "last" / "trainer.pt"
     with pytest.raises(SrnetError, match=f"^{path}: resume checkpoint missing "
-                                         r"\(the run saved one at step 4\); rerun with --overwrite"):
+                                         r"\(the run saved one at step 4\); rerun with overwrite=True"):
         api.run(spec, resume=True)
 
 

@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from srnet.errors import SrnetError
+from srnet.errors import NeedsOption, SrnetError
 from srnet.export import export_model
 from srnet.io import first_line
 from srnet.losses import Loss
@@ -378,8 +378,8 @@ class Trainer:
         step = _checkpoint_step(self.log_path)
         if step is not None or self.last_dir.exists():
             saved = f"the run saved one at step {step}" if step is not None else f"{self.last_dir} is partial"
-            raise SrnetError(f"{path}: resume checkpoint missing ({saved}); rerun with --overwrite to start "
-                             "the run over")
+            raise NeedsOption(f"{path}: resume checkpoint missing ({saved}); rerun with overwrite=True to "
+                              "start the run over", "overwrite")
         log.warning("resume: the run stopped before its first checkpoint; training starts at step 0")
         self._log({"event": "resume", "note": "no checkpoint found; starting from scratch"})
 
@@ -484,6 +484,6 @@ def _checkpoint_step(log_path: Path) -> int | None:
 
 
 def _unresumable(path: Path, what: str, exc: BaseException) -> SrnetError:
-    """One line for a resume checkpoint file that cannot be used."""
-    return SrnetError(f"{path}: {what} resume checkpoint ({first_line(exc, 160)}); rerun with --overwrite "
-                      "to start the run over")
+    """One line for a resume checkpoint file that cannot be used (``--overwrite`` on the CLI)."""
+    return NeedsOption(f"{path}: {what} resume checkpoint ({first_line(exc, 160)}); rerun with "
+                       "overwrite=True to start the run over", "overwrite")
