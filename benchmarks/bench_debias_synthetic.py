@@ -25,7 +25,7 @@ from pathlib import Path
 
 from srnet import api
 from srnet.console import quiet_libraries
-from srnet.experiments.demo import demo_recipe
+from srnet.experiments.demo import demo_sweep
 from srnet.experiments.verbs.bias_fit import fit_bias
 from srnet.reporting.render import format_table
 
@@ -44,7 +44,7 @@ def main() -> None:
     out = Path(args.out)
     results: dict[str, list[dict]] = {"ce": [], "poe": []}
     for seed in args.seeds:
-        base = demo_recipe(output_dir=str(out))
+        base = {**demo_sweep()["base"], "output_dir": str(out)}  # the demo's task and schedule
         overrides = [f"seed={seed}", f"model.name={args.model}", f"bias.feature={args.bias_feature}",
                      f"data.train.synthetic.bias_strength={args.bias_strength}",
                      f"data.dev.synthetic.bias_strength={args.bias_strength}", *args.overrides]
@@ -55,9 +55,9 @@ def main() -> None:
                                           f"bias_dir={bias_dir}"])
             metrics = api.run(recipe, overwrite=True).metrics
             results[loss].append({
-                "id": metrics["id"]["synthetic_dev"]["accuracy"],
-                "ood": metrics["ood"]["synthetic_challenge"]["accuracy"],
-                "gap": metrics["ood"]["synthetic_challenge"]["shortcut_gap"],
+                "id": metrics.id["synthetic_dev"]["accuracy"],
+                "ood": metrics.ood["synthetic_challenge"]["accuracy"],
+                "gap": metrics.ood["synthetic_challenge"]["shortcut_gap"],
             })
     rows = []
     for loss, runs in results.items():
