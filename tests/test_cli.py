@@ -138,9 +138,10 @@ def test_finetune_predict_evaluate_export_masks(capsys, tmp_path, tiny_model_dir
         (["masks", "show", "nowhere.safetensors"], "nowhere.safetensors"),
     ],
 )
-def test_bad_input_is_one_line_and_nonzero(capsys, tmp_path, argv, message):
-    if argv[0] == "demo":
-        argv = [*argv, "--output-dir", str(tmp_path), "--set", "data.train.synthetic.n=30"]
+def test_bad_input_is_one_line_and_nonzero(capsys, tmp_path, tiny_model_dir, argv, message):
+    if argv[0] == "demo":  # the tiny demo, then the case's own settings (a later --set wins)
+        argv = ["demo", "--output-dir", str(tmp_path), "--set", f"model.name={tiny_model_dir}", *TINY_DEMO,
+                *argv[1:]]
     code, _, err = run_cli(capsys, *argv)
     assert code == 2
     assert message in err

@@ -62,7 +62,7 @@ def test_a_crafted_resume_checkpoint_runs_no_code(tmp_path, tiny_model_dir):
     (tmp_path / "victim" / "metrics.json").unlink()  # unfinished again: --resume reads the checkpoint
     marker = tmp_path / "pwned"
     torch.save({"state": Exploit(str(marker))}, last / "trainer.pt")
-    with pytest.raises(SrnetError, match=r"trainer.pt: unreadable resume checkpoint .*--overwrite"):
+    with pytest.raises(SrnetError, match=r"trainer.pt: unreadable resume checkpoint .*overwrite=True"):
         api.run(recipe, resume=True)
     assert not marker.exists()
 
