@@ -185,23 +185,16 @@ class MaskTraining(LearnedMaskMethod):
         initial = rank([m.scores.detach() for m in self._masks], self.cfg.sparsity, self.cfg.scope)
         self._scale = sum(threshold for _, threshold in initial) / len(initial)
         params = self.params
-        if params.mask_lr == "auto":
-            self._lr = auto_mask_lr(float(params.mask_reach or 0.0), self._scale, self.total_steps)
-        else:
-            self._lr = float(params.mask_lr)
+        auto = params.mask_lr == "auto"
+        reach = float(params.mask_reach or 0.0)
+        self._lr = auto_mask_lr(reach, self._scale, self.total_steps) if auto else float(params.mask_lr)
+        self._capped = auto and auto_lr_capped(reach, self._scale, self.total_steps)
         self._check_reach()
 
     @property
     def mask_lr(self) -> float:
         """The scores' learning rate, resolved from the schedule for ``mask_lr: auto``."""
         return self._lr
-
-    @property
-    def _capped(self) -> bool:
-        """``mask_lr: auto`` set by its cap (:data:`MIN_STEPS_PER_THRESHOLD`), not by the reach."""
-        params = self.params
-        return params.mask_lr == "auto" and auto_lr_capped(
-            float(params.mask_reach or 0.0), self._scale, self.total_steps)
 
     def mask_budget(self) -> dict[str, Any]:
         given = self.params.mask_lr != "auto"
