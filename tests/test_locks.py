@@ -57,7 +57,7 @@ def test_two_sweeps_on_one_folder_run_each_stage_once(tmp_path, tiny_model_dir, 
     data = {"name": "t", "output_dir": str(out),
             "base": {"task": "synthetic_nli", "model": {"name": str(tiny_model_dir), "max_length": 48},
                      "data": {"train": synthetic("train", 24), "dev": synthetic("dev", 16)},
-                     "training": {"max_steps": 150, "batch_size": 8, "lr": 1e-3}},
+                     "training": {"max_steps": 30, "batch_size": 8, "lr": 1e-3}},
             "stages": {"ft": {"kind": "train"}}, "grid": {"seed": [1, 2, 3]}}
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -74,6 +74,9 @@ def test_two_sweeps_on_one_folder_run_each_stage_once(tmp_path, tiny_model_dir, 
     started = collections.Counter(e["key"] for e in events if e["event"] == "start")
     done = collections.Counter(e["key"] for e in events if e["event"] == "done")
     assert len(done) == 3 and set(done.values()) == {1} and set(started.values()) == {1}, events
+    # the sweeps overlapped: one found a stage the other held (a stage's lock is held from before its
+    # worker is spawned, so the two sweeps, started together, meet on the first stage)
+    assert any(e["event"] == "skipped" and "locked by" in e.get("reason", "") for e in events), events
     assert not list(out.rglob(locks.STAGE_LOCK))  # every lock released
 
 
