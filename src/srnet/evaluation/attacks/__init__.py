@@ -1,9 +1,10 @@
 """Built-in text attacks, offline and batched.
 
-``charswap`` (DeepWordBug-style) and ``wordswap`` (TextFooler-style).
+``charswap`` (DeepWordBug-style), ``wordswap`` and ``textfooler`` (TextFooler-style) and
+``strict_synonym`` (strict synonyms with a label judge).
 """
 
-from srnet.evaluation.attacks import charswap, wordswap  # noqa: F401  (registers the attacks)
+from srnet.evaluation.attacks import charswap, strict, wordswap  # noqa: F401  (registers the attacks)
 from srnet.evaluation.attacks.base import (
     Attack,
     AttackOutcome,

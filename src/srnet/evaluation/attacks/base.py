@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -92,8 +93,28 @@ class Attack(ABC):
     ) -> list[Candidate]:
         """Edits of word ``index`` of ``current`` that satisfy the attack's constraints."""
 
+    def ready(self, task: Any, data_dir: Path | None) -> None:
+        """Load and check the attack's own resources (lexicons, a label judge) for ``task`` (its
+        labels), relative data paths under ``data_dir``: called before the victim loads, so bad
+        input fails first.  Default: nothing."""
+        return None
+
+    def accept(self, original: Pair, edited: list[Pair], gold: int) -> list[bool]:
+        """Which of the ``edited`` pairs that flip the victim count as successes (default: all); an
+        attack with a label judge rejects those the judge no longer gives ``gold``."""
+        return [True] * len(edited)
+
+    def report(self) -> dict[str, Any]:
+        """What the attack measured while attacking (e.g. its judge's agreement), for its summary."""
+        return {}
+
+    def beam_width(self) -> int:
+        """Partial perturbations kept between words (1: TextAttack's greedy search)."""
+        return 1
+
     def attack(self, victim: Victim, pair: Pair, gold: int, rng: np.random.Generator) -> AttackOutcome:
-        """Greedy word-importance attack on the edited field of ``pair``."""
+        """Word-importance attack on the edited field of ``pair``: greedy, or a beam of
+        :meth:`beam_width` partial perturbations (the greedy search is the beam of width 1)."""
         start = victim.queries
         field_b = pair[1] is not None
         text = pair[1] if field_b else pair[0]
@@ -116,29 +137,51 @@ class Attack(ABC):
             order = [editable[j] for j in np.argsort(dropped[:, gold], kind="stable")]
         else:
             order = []
-        current, current_gold = original, clean[gold]
+        beam: list[_State] = [_State(original, float(clean[gold]), None)]
         for index in order:
-            if len(current.changed(original)) >= budget:
+            open_states = [state for state in beam if len(state.words.changed(original)) < budget]
+            if not open_states:
                 break
-            options = self.candidates(original, current, index, rng)
-            if not options:
-                continue
-            probs = victim.probs([as_pair(c.words) for c in options])
-            flipped = np.flatnonzero(probs.argmax(axis=1) != gold)
-            if flipped.size:
-                best = max(flipped, key=lambda j: (options[j].similarity or 0.0, -probs[j, gold]))
-                outcome.result = "successful"
-                current, outcome.similarity = options[best].words, options[best].similarity
-                outcome.pred_after = int(probs[best].argmax())
-                break
-            best = int(probs[:, gold].argmin())
-            if probs[best, gold] < current_gold:
-                current, current_gold = options[best].words, probs[best, gold]
-                outcome.similarity = options[best].similarity
-        outcome.perturbed = current.text
-        outcome.changed_words = current.changed(original)
-        outcome.queries = victim.queries - start
+            pool = list(beam)
+            for state in open_states:
+                options = self.candidates(original, state.words, index, rng)
+                if not options:
+                    continue
+                probs = victim.probs([as_pair(c.words) for c in options])
+                flipped = np.flatnonzero(probs.argmax(axis=1) != gold)
+                if flipped.size:
+                    verdicts = self.accept(pair, [as_pair(options[j].words) for j in flipped], gold)
+                    valid = [int(j) for j, ok in zip(flipped, verdicts, strict=True) if ok]
+                    if valid:
+                        best = max(valid, key=lambda j: (options[j].similarity or 0.0, -probs[j, gold]))
+                        outcome.result = "successful"
+                        outcome.pred_after = int(probs[best].argmax())
+                        return self._finish(outcome, options[best].words, options[best].similarity,
+                                            original, victim.queries - start)
+                rejected = set(flipped.tolist())
+                pool += [_State(options[j].words, float(probs[j, gold]), options[j].similarity)
+                         for j in range(len(options)) if j not in rejected and probs[j, gold] < state.gold]
+            beam = sorted(pool, key=lambda s: s.gold)[: self.beam_width()]  # stable: a tie keeps the older
+        last = beam[0]
+        return self._finish(outcome, last.words, last.similarity, original, victim.queries - start)
+
+    @staticmethod
+    def _finish(outcome: AttackOutcome, words: Words, similarity: float | None, original: Words,
+                queries: int) -> AttackOutcome:
+        outcome.perturbed = words.text
+        outcome.changed_words = words.changed(original)
+        outcome.similarity = similarity
+        outcome.queries = queries
         return outcome
+
+
+@dataclass(frozen=True)
+class _State:
+    """A partial perturbation in the search: its words, gold probability and similarity."""
+
+    words: Words
+    gold: float
+    similarity: float | None
 
 
 ATTACKS: Registry[type[Attack]] = Registry("attack")

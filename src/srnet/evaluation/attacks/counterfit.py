@@ -73,6 +73,11 @@ class CounterFitted:
     def __post_init__(self) -> None:
         self.row = {w: i for i, w in enumerate(self.words)}
 
+    def cosine(self, a: str, b: str) -> float | None:
+        """Cosine of words ``a`` and ``b`` (None when either is not in the vocabulary)."""
+        i, j = self.row.get(a), self.row.get(b)
+        return None if i is None or j is None else float(self.vectors[i] @ self.vectors[j])
+
     def nearest(self, word: str, k: int = 50, min_cos: float = 0.5) -> list[str]:
         """The ``k`` nearest words to ``word`` at cosine >= ``min_cos``, best first (none when it is
         not in the vocabulary)."""

@@ -24,7 +24,7 @@ from srnet.evaluation.attacks.neighbours import (
 from srnet.evaluation.attacks.pos import penn_tags, tagger, tagger_record, wordnet_pos
 from srnet.evaluation.attacks.similarity import SentenceEncoder, sentence_encoder
 from srnet.evaluation.attacks.text import Words, editable, match_case
-from srnet.evaluation.attacks.wordnet import WordNet, load_wordnet
+from srnet.evaluation.attacks.wordnet import Synset, WordNet, load_wordnet
 from srnet.models.loading import load_tokenizer
 
 LIGHT_VERBS = frozenset(
@@ -253,15 +253,21 @@ class WordSwap(Attack):
 
     def _sense_in_context(self, original: Words, index: int, pos: str) -> frozenset[str]:
         """The lemmas of the word's WordNet sense closest to its window (empty when WordNet has none)."""
+        synset = self._closest_synset(original, index, pos)
+        return frozenset() if synset is None else frozenset(w.lower() for w in synset.words)
+
+    def _closest_synset(self, original: Words, index: int, pos: str) -> Synset | None:
+        """The synset of the word (any sense of its lemma as ``pos``) whose words and gloss are closest
+        to its window in the sentence encoder (an embedding Lesk); None when WordNet has none."""
         assert self.wordnet is not None and self.encoder is not None
         word = original.words[index].lower()
         synsets = [self.wordnet.synset(pos, offset)
                    for offset in self.wordnet.senses(lemma(word, pos) or word, pos)]
         if not synsets:
-            return frozenset()
+            return None
         window = original.window(index, self.params.window).text
         closeness = self.encoder.similarity(window, [synset.description() for synset in synsets])
-        return frozenset(w.lower() for w in synsets[int(np.argmax(closeness))].words)
+        return synsets[int(np.argmax(closeness))]
 
     def _plausible(self, word: str, substitute: str) -> bool:
         """The word-level constraints: vocabulary, frequency and prior sentiment."""
@@ -306,6 +312,23 @@ class TextFoolerParams(WordSwapParams):
         "Yoo & Qi 2021); 'textfooler' = every editable word (TextFooler sets no budget). `max_fraction` "
         "is not used.",
     )
+    preset: Literal["jin2020", "adjusted"] = Field(
+        "jin2020", description="'jin2020': Jin et al.'s settings (above); 'adjusted': Morris et al. 2020's "
+        "tightened TextFooler (TextAttack's textfooler_jin_2019_adjusted): counter-fitted cosine >= 0.9 "
+        "and window similarity >= 0.98 unless given (their grammar checker, LanguageTool, is not applied: "
+        "no offline copy; the exact Penn tag stands in).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_defaults(cls, values: Any) -> Any:
+        if isinstance(values, dict) and values.get("preset") == "adjusted":
+            return {**ADJUSTED_TEXTFOOLER, **values}
+        return values
+
+
+ADJUSTED_TEXTFOOLER = {"embedding_min_cos": 0.9, "min_similarity": 0.98}
+"""Morris et al. 2020's thresholds for TextFooler (word embedding cosine, sentence encoder cosine)."""
 
 
 @register_attack("textfooler")

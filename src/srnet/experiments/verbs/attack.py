@@ -78,6 +78,7 @@ def attack_run(
     if recipe.evaluation.runtime != "torch":
         require_onnx()  # before any data or model loads
     task = get_task(recipe.task)
+    attacker.ready(task, data_base_dir(recipe))  # lexicons and judge checked before the victim loads
     spec = find_split(recipe, split)
     chosen, attacked = _examples_to_attack(recipe, task, spec, n, seed)
     for suffix in (".json", ".jsonl"):
@@ -114,6 +115,7 @@ def attack_run(
         **attack_metrics(outcomes),
         "survivors": [ex.id for ex, o in zip(attacked, outcomes, strict=True) if o.result == "failed"],
         "rescore_rejected": rejected,
+        **attacker.report(),
         "model_evaluations": victim.evaluated,
         "time_s": round(elapsed, 1),
         "queries_per_s": round(victim.queries / elapsed, 1) if elapsed > 0 else None,

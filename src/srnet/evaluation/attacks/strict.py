@@ -1,0 +1,357 @@
+"""``strict_synonym``: a word-substitution attack whose successes a reader accepts (issue 39).
+
+TextFooler's substitutes are near in an embedding and often not synonyms (lazy -> crazy, waste ->
+shovel, lacks -> demonstrates).  Here a substitute must be a WordNet synonym *in the word's own
+sense* (the sense whose gloss is closest to the context; an adjective's similar-to cluster too),
+also near in srnet's counter-fitted space, and pass per-swap checks (:meth:`StrictSynonym.rejection`):
+polarity kept in VADER and in SST-2 log-odds, a familiar word not much rarer than the original, no
+negators, degree adverbs, stop words, names or numbers, no opposite or negated form (un-, in-,
+dis-, -less), the tags around it unchanged.  At most ``max_words`` words change (per-swap validity
+compounds), found by word importance and a beam.  A success must also convince an independent
+label judge (:mod:`srnet.evaluation.attacks.judge`) that the gold label still holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from srnet.errors import SrnetError
+from srnet.evaluation.attacks.base import Candidate, register_attack
+from srnet.evaluation.attacks.counterfit import CounterFitSettings, load_counterfitted
+from srnet.evaluation.attacks.inflection import inflections, lemma, lemminflect
+from srnet.evaluation.attacks.judge import LabelJudge, cached_judge, load_judge
+from srnet.evaluation.attacks.lexicon import zipf
+from srnet.evaluation.attacks.polarity import Polarity, load_polarity
+from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
+from srnet.evaluation.attacks.similarity import sentence_encoder
+from srnet.evaluation.attacks.text import Words, editable, match_case
+from srnet.evaluation.attacks.victim import Pair
+from srnet.evaluation.attacks.wordnet import WORD, load_wordnet
+from srnet.evaluation.attacks.wordswap import LIGHT_VERBS, WordSwap, WordSwapParams
+from srnet.tasks.base import Example
+from srnet.tasks.spec import Task
+
+NEGATORS = frozenset(
+    [
+        "not", "no", "never", "nothing", "nobody", "none", "neither", "nor", "nowhere", "without", "hardly",
+        "barely", "scarcely", "seldom", "rarely", "lack", "lacks", "lacking", "lacked", "fail", "fails",
+        "failed", "failing", "cannot",
+    ]
+)
+"""Words whose swap can reverse a sentence's meaning; never swapped (nor swapped in)."""
+DEGREE_ADVERBS = frozenset(
+    [
+        "very", "really", "extremely", "quite", "rather", "too", "so", "pretty", "fairly", "highly",
+        "totally", "completely", "absolutely", "utterly", "incredibly", "remarkably", "especially",
+        "particularly", "somewhat", "slightly", "almost", "nearly", "entirely", "deeply", "truly",
+        "terribly", "awfully", "overly", "most", "least", "more", "less", "enough", "largely", "mostly",
+        "mainly", "merely", "simply", "just", "only", "even", "still", "already", "exceptionally",
+        "extraordinarily", "unusually", "hugely", "enormously", "immensely", "thoroughly", "genuinely",
+        "downright", "altogether", "fully", "wholly", "partly", "partially", "barely", "hardly",
+    ]
+)
+"""Intensifiers and degree words: swapping them changes how much (very -> rather, extraordinarily ->
+overly), which changes a sentiment's strength; never swapped."""
+NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non", "mis", "anti")
+NEGATING_SUFFIXES = ("less",)
+
+
+class StrictSynonymParams(WordSwapParams):
+    """Strict substitution: WordNet synonyms of the sense in context, near in the counter-fitted space,
+    every per-swap check on, a small word budget, a beam, and an independent label judge."""
+
+    max_words: int = Field(
+        2, ge=1, description="Most words changed per text (SST-2's sentences: per-swap validity compounds, "
+        "so a third swap mostly adds invalid examples). `max_fraction` is not used.",
+    )
+    beam: int = Field(3, ge=1, description="Partial perturbations kept between words (1: greedy).")
+    candidate_senses: int | None = Field(
+        2, ge=1, description="A synonym is kept only when the sense it shares with the word is among its own "
+        "N most frequent senses (null: any).",
+    )
+    sense_in_context: bool = Field(True, description="Synonyms of the word's sense in context only "
+                                   "(always on).")
+    max_candidates: int = Field(20, ge=1, description="Most substitutes tried per word.")
+    counterfit_min_cos: float = Field(
+        0.8, ge=-1.0, le=1.0, description="Least cosine between the word and its substitute in srnet's "
+        "counter-fitted space (both must be in it); 0.8 is the least with 95% precision on WordNet "
+        "synonym vs antonym pairs of SST-2 training words (benchmarks/calibrate_strict.py).",
+    )
+    min_zipf: float | None = Field(
+        3.5, ge=0.0, le=8.0, description="Least Zipf frequency of a substitute (a familiar word).",
+    )
+    max_zipf_drop: float = Field(
+        1.5, ge=0.0, description="A substitute at most this much rarer than the word on the Zipf scale "
+        "(brave 4.6 -> audacious 2.9 rejected).",
+    )
+    sentiment_margin: float | None = Field(
+        None, gt=0.0, le=1.0, description="Not used (the polarity check of `polarity_data` and VADER is).",
+    )
+    min_similarity: float = Field(
+        0.9, gt=0.0, le=1.0, description="Least window cosine between the original and the edited text.",
+    )
+    same_penn_tag: bool = Field(True, description="The re-tagged substitute keeps the word's exact Penn tag.")
+    context_tags: bool = Field(
+        True, description="The re-tagged words either side of the edit keep their Penn tags (a swap that "
+        "changes how its neighbours parse is ungrammatical or changes the meaning).",
+    )
+    polarity_data: str = Field(
+        "sst2/train.jsonl", description="JSON lines {sentence, label} (label 1 positive) whose smoothed "
+        "log-odds give each word's polarity, beside VADER's lexicon; relative to the data folder.",
+    )
+    lexicon: str | None = Field(
+        None, description="A VADER-format valence lexicon (token TAB valence in [-4, 4] ...); default: the "
+        "one vaderSentiment bundles.",
+    )
+    judge: str | None = Field(
+        "default", description="The label judge: 'default' (a logistic regression on the bundled MiniLM's "
+        "sentence embeddings, trained on `judge_data` once and cached), a path to a saved judge (.npz "
+        "with its .json), or null: no judge (the validity of successes then is unchecked).",
+    )
+    judge_data: str = Field(
+        "sst2/train.jsonl", description="The default judge's training split (the attacked task's format), "
+        "relative to the data folder.",
+    )
+    judge_min_prob: float = Field(
+        0.7, gt=0.0, lt=1.0, description="A success needs the judge's gold probability on it >= this.",
+    )
+    judge_max_drop: float = Field(
+        0.2, ge=0.0, le=1.0, description="... and at most this much below the judge's on the original.",
+    )
+    preset: Literal["strict"] = Field("strict", description="The strictness preset (only 'strict').")
+
+
+@register_attack("strict_synonym")
+class StrictSynonym(WordSwap):
+    """Strict synonyms in the word's sense, per-swap checks, a beam over 2 words, a label judge."""
+
+    params_model = StrictSynonymParams
+    params: StrictSynonymParams
+
+    def __init__(self, params: StrictSynonymParams | None = None, **resources: Any) -> None:
+        super().__init__(params, **resources)
+        self.polarity: Polarity | None = None
+        self.judge: LabelJudge | None = None
+        self.judged_originals: list[bool] = []
+        self.flips_rejected = 0
+
+    def budget(self, words: int) -> int:
+        return self.params.max_words
+
+    def beam_width(self) -> int:
+        return self.params.beam
+
+    def ready(self, task: Task, data_dir: Path | None) -> None:
+        """The polarity tables and the label judge (the default one built on first use from
+        ``judge_data`` read as ``task``'s data), checked against ``task``'s labels."""
+        p = self.params
+        base = data_dir or Path.cwd()
+        lexicon = Path(p.lexicon) if p.lexicon is not None else None
+        self.polarity = load_polarity(_under(base, p.polarity_data), lexicon)
+        if p.judge is None:
+            return
+        if p.judge == "default":
+            source = _under(base, p.judge_data)
+            self.judge = cached_judge(source, lambda: _single_texts(task, source), task.labels,
+                                      p.similarity_model)
+        else:
+            self.judge = load_judge(Path(p.judge))
+        self.judge.check_labels(task.labels)
+
+    def prepare(self, model: Any, tokenizer: Any) -> None:
+        """The tagger, inflections, WordNet, the counter-fitted space and the sentence encoder."""
+        p = self.params
+        if self.polarity is None:
+            raise RuntimeError("strict_synonym: call ready(task, data_dir) before prepare")
+        tagger(p.tagger)
+        lemminflect()
+        self.wordnet = load_wordnet()
+        self.space = load_counterfitted(self.wordnet, CounterFitSettings(vocab_size=p.counterfit_vocab))
+        if self.encoder is None:
+            self.encoder = sentence_encoder(p.similarity_model, p.similarity_precision)
+
+    def resources(self) -> dict[str, Any]:
+        out = super().resources()
+        assert self.polarity is not None
+        out["polarity"] = self.polarity.record
+        out["counterfitted"] = self.space.record if self.space is not None else None
+        if self.judge is not None:
+            out["judge"] = {k: v for k, v in self.judge.record.items() if k != "labels"}
+        return out
+
+    def report(self) -> dict[str, Any]:
+        if self.judge is None:
+            return {"validity": "unchecked: no label judge"}
+        agreed = self.judged_originals
+        return {"judge_agreement_on_originals": round(float(np.mean(agreed)), 4) if agreed else None,
+                "judge_originals": len(agreed), "judge_rejected_flips": self.flips_rejected}
+
+    def attack(self, victim, pair: Pair, gold: int, rng: np.random.Generator):
+        outcome = super().attack(victim, pair, gold, rng)
+        if self.judge is not None and outcome.result != "skipped":
+            self.judged_originals.append(int(self.judge.probs([_field(pair)])[0].argmax()) == gold)
+        return outcome
+
+    def accept(self, original: Pair, edited: list[Pair], gold: int) -> list[bool]:
+        """Successes the judge still labels ``gold`` with probability >= ``judge_min_prob``, at most
+        ``judge_max_drop`` below its probability on the original."""
+        if self.judge is None:
+            return [True] * len(edited)
+        p = self.params
+        probs = self.judge.probs([_field(original)] + [_field(e) for e in edited])[:, gold]
+        verdicts = [bool(q >= p.judge_min_prob and probs[0] - q <= p.judge_max_drop) for q in probs[1:]]
+        self.flips_rejected += verdicts.count(False)
+        return verdicts
+
+    def candidates(
+        self, original: Words, current: Words, index: int, rng: np.random.Generator
+    ) -> list[Candidate]:
+        if self.encoder is None or self.wordnet is None:
+            raise RuntimeError("strict_synonym: call ready() and prepare() before attacking")
+        p = self.params
+        word, tag = current.words[index], penn_tags(current, p.tagger)[index]
+        pos = wordnet_pos(tag)
+        if tag is None or pos is None or self.word_rejection(word, pos) is not None:
+            return []
+        subs = [s for s in inflections(self._sense_synonyms(original, index, pos), tag, word.lower())
+                if self.rejection(word, s, pos) is None][: p.max_candidates]
+        edited = [current.replace(index, match_case(s, word)) for s in subs]
+        edited = [e for e in edited if self.context_rejection(current, e, index) is None]
+        if not edited:
+            return []
+        reference = original.window(index, p.window).text
+        sims = self.encoder.similarity(reference, [e.window(index, p.window).text for e in edited])
+        return [Candidate(e, s) for e, s in zip(edited, sims, strict=True) if s >= p.min_similarity]
+
+    def _sense_synonyms(self, original: Words, index: int, pos: str) -> list[str]:
+        """Single-word lemmas of the word's WordNet sense closest to its window (an adjective's similar-to
+        synsets too), kept when that sense is among their own ``candidate_senses`` most frequent."""
+        assert self.wordnet is not None
+        synset = self._closest_synset(original, index, pos)
+        if synset is None:
+            return []
+        own = lemma(original.words[index].lower(), pos) or original.words[index].lower()
+        synsets = [synset]
+        if pos == "a":
+            synsets += [self.wordnet.synset(q.pos, q.offset) for q in synset.related("&")]
+        offsets = [self.wordnet.senses(w.lower(), pos) for s in synsets for w in s.words]
+        words = [w for s in synsets for w in s.words]
+        keep = []
+        for w, senses in zip(words, offsets, strict=True):
+            mine = [o for o in senses if self.wordnet.synset(pos, o) in synsets]
+            top = senses[: self.params.candidate_senses] if self.params.candidate_senses else senses
+            if w.islower() and WORD.fullmatch(w) and w != own and any(o in top for o in mine):
+                keep.append(w)
+        return list(dict.fromkeys(keep))
+
+    def word_rejection(self, word: str, pos: str) -> str | None:
+        """Why ``word`` (tagged as ``pos``) is never swapped, or None."""
+        low = word.lower()
+        if not editable(word):
+            return "stop word"
+        if low in NEGATORS:
+            return "negator"
+        if low in DEGREE_ADVERBS:
+            return "degree adverb"
+        if pos == "v" and lemma(low, "v") in LIGHT_VERBS:
+            return "light verb"
+        if self.params.max_word_zipf is not None and zipf(low) >= self.params.max_word_zipf:
+            return "very frequent word"
+        return None
+
+    def rejection(self, word: str, substitute: str, pos: str) -> str | None:
+        """Why swapping ``word`` for ``substitute`` (both as ``pos``) is rejected, or None: the per-swap
+        checks the replay of hand-judged successes runs too."""
+        assert self.wordnet is not None and self.space is not None and self.polarity is not None
+        p = self.params
+        a, b = word.lower(), substitute.lower()
+        reason = self.word_rejection(word, pos)
+        if reason is not None:
+            return reason
+        if not editable(b) or b in NEGATORS or b in DEGREE_ADVERBS:
+            return "substitute is a stop word, negator or degree adverb"
+        lemma_a, lemma_b = lemma(a, pos) or a, lemma(b, pos) or b
+        if self.wordnet.opposed(lemma_a, lemma_b, pos) or _negated_form(lemma_a, lemma_b):
+            return "opposite or negated form"
+        if p.min_zipf is not None and zipf(b) < p.min_zipf:
+            return "unfamiliar substitute"
+        if zipf(b) < zipf(a) - p.max_zipf_drop:
+            return "much rarer substitute"
+        if not self.polarity.kept(a, b):
+            return "polarity changes"
+        cos = self.space.cosine(a, b)
+        if cos is None or cos < p.counterfit_min_cos:
+            return "far in the counter-fitted space"
+        return None
+
+    def audit(self, original: str, perturbed: str, gold: int) -> str | None:
+        """The first of this attack's checks that a finished perturbation of ``original`` fails (the
+        word budget, each swap's :meth:`rejection` and :meth:`context_rejection`, the judge), or None:
+        how successes of other attacks are replayed and their validity estimated."""
+        before, after = Words.split(original), Words.split(perturbed)
+        if len(after.words) != len(before.words):
+            return "words added or removed"
+        changed = after.changed(before)
+        if len(changed) > self.params.max_words:
+            return f"budget ({len(changed)} words)"
+        tags = penn_tags(before, self.params.tagger)
+        current = before
+        for index in changed:
+            old, new = before.words[index], after.words[index]
+            pos = wordnet_pos(tags[index])
+            edited = current.replace(index, new)
+            reason = (f"not a content word ({tags[index]})" if pos is None
+                      else self.rejection(old, new, pos) or self.context_rejection(current, edited, index))
+            if reason is not None:
+                return f"{reason}: {old} -> {new}"
+            current = edited
+        if not self.accept((original, None), [(perturbed, None)], gold)[0]:
+            return "judge"
+        return None
+
+    def context_rejection(self, current: Words, edited: Words, index: int) -> str | None:
+        """Why the edit breaks the tags (its own, and with ``context_tags`` its neighbours'), or None."""
+        before, after = penn_tags(current, self.params.tagger), penn_tags(edited, self.params.tagger)
+        if after[index] != before[index]:
+            return "tag changes"
+        if self.params.context_tags:
+            for j in (index - 1, index + 1):
+                if 0 <= j < len(before) and before[j] != after[j]:
+                    return "neighbour's tag changes"
+        return None
+
+
+def _negated_form(a: str, b: str) -> bool:
+    """Whether one word is the other with a negating prefix or suffix (kind -> unkind, use -> useless)."""
+    for x, y in ((a, b), (b, a)):
+        if any(y == prefix + x or (y.startswith(prefix) and not x.startswith(prefix) and y[len(prefix):][:4]
+                                   == x[:4]) for prefix in NEGATING_PREFIXES):
+            return True
+        if any(y.endswith(suffix) and not x.endswith(suffix) for suffix in NEGATING_SUFFIXES):
+            return True
+    return False
+
+
+def _field(pair: Pair) -> str:
+    return pair[1] if pair[1] is not None else pair[0]
+
+
+def _under(base: Path, path: str) -> Path:
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() else base / candidate
+
+
+def _single_texts(task: Task, source: Path) -> list[Example]:
+    """``source`` read as ``task``'s data; one-line error when its examples are pairs."""
+    from srnet.tasks import load_examples
+    from srnet.tasks.spec import DataSpec
+
+    examples = load_examples(task, DataSpec(path=str(source)))
+    if any(ex.text_b is not None for ex in examples):
+        raise SrnetError(f"judge data {source}: the label judge reads single texts; these are pairs "
+                         "(pass --param judge=null: validity unchecked)")
+    return examples
