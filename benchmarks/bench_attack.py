@@ -196,6 +196,7 @@ def attack_with_srnet(spec: str, model, tokenizer, max_length: int,
     :func:`attack_spec`): its log, the oracle's and the whole loop's :class:`Timing`, and the
     number of successes."""
     attack = build_attack(*attack_spec(spec))
+    attack.ready(get_task("sentiment"), Path(os.environ.get(DATA_DIR_ENV, REPO.parent / "shared" / "data")))
     attack.prepare(model, tokenizer)
     victim = LoggingVictim(model, tokenizer, max_length)
     wins = 0

@@ -30,7 +30,7 @@ from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
 from srnet.evaluation.attacks.similarity import sentence_encoder
 from srnet.evaluation.attacks.text import Words, editable, match_case
 from srnet.evaluation.attacks.victim import Pair
-from srnet.evaluation.attacks.wordnet import WORD, load_wordnet
+from srnet.evaluation.attacks.wordnet import WORD, load_wordnet, wordnet_record
 from srnet.evaluation.attacks.wordswap import LIGHT_VERBS, WordSwap, WordSwapParams
 from srnet.tasks.base import Example
 from srnet.tasks.spec import Task
@@ -179,6 +179,7 @@ class StrictSynonym(WordSwap):
         assert self.polarity is not None
         out["polarity"] = self.polarity.record
         out["counterfitted"] = self.space.record if self.space is not None else None
+        out["wordnet"] = wordnet_record()
         if self.judge is not None:
             out["judge"] = {k: v for k, v in self.judge.record.items() if k != "labels"}
         return out

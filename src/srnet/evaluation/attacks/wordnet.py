@@ -8,6 +8,7 @@ most frequent sense first; a synset is read from its ``data.*`` file at its byte
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
@@ -188,6 +189,15 @@ class WordNet:
                 out.update(w.lower() for w in words)
             self._opposites[key] = frozenset(out)
         return self._opposites[key]
+
+
+def wordnet_record(folder: Path | None = None) -> dict[str, str]:
+    """Where the WordNet files were read from and one SHA-256 over them (in :data:`FILES` order)."""
+    folder = folder or wordnet_dir()
+    digest = hashlib.sha256()
+    for name in FILES:
+        digest.update((folder / name).read_bytes())
+    return {"folder": str(folder), "sha256": digest.hexdigest()}
 
 
 def load_wordnet(folder: Path | None = None) -> WordNet:
