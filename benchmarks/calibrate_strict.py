@@ -1,6 +1,8 @@
-"""Calibrate strict_synonym's counter-fitted cosine threshold: the least cosine at which WordNet synonym
-pairs of SST-2 training words outnumber antonym pairs 95 : 5 (precision >= 0.95 among the pairs at or
-above it).
+"""Calibrate strict_synonym's counter-fitted cosine threshold: the least cosine at which a WordNet pair
+of SST-2 training words at or above it is a synonym pair with precision >= 0.95, on a balanced set
+(antonym pairs weighted to the synonym pairs' count; WordNet lists 4 antonym pairs per synonym pair
+here, counting indirect antonyms in every sense, which would otherwise set the threshold by how
+many opposites WordNet enumerates).  The unweighted precision is printed beside it.
 
     SRNET_DATA_DIR=../shared/data python benchmarks/calibrate_strict.py [--out results/attack_strictness]
 
@@ -55,17 +57,20 @@ def main() -> None:
     curve = []
     for threshold in np.round(np.arange(-0.2, 1.0, 0.05), 2):
         kept_syn, kept_ant = int((syn >= threshold).sum()), int((ant >= threshold).sum())
-        precision = kept_syn / max(kept_syn + kept_ant, 1)
+        precision = kept_syn / max(kept_syn + kept_ant * len(syn) / len(ant), 1)  # balanced
+        raw = kept_syn / max(kept_syn + kept_ant, 1)
         curve.append(
             {
                 "threshold": float(threshold),
                 "precision": round(precision, 4),
+                "precision_unweighted": round(raw, 4),
                 "synonym_recall": round(kept_syn / len(syn), 4),
                 "antonyms_kept": kept_ant,
             }
         )
         print(
-            f"cos >= {threshold:+.2f}: precision {precision:.3f}, synonyms kept {kept_syn / len(syn):.3f}, "
+            f"cos >= {threshold:+.2f}: precision {precision:.3f} (unweighted {raw:.3f}), synonyms kept "
+            f"{kept_syn / len(syn):.3f}, "
             f"antonyms kept {kept_ant}"
         )
     chosen = next(c for c in curve if c["precision"] >= args.precision)

@@ -373,7 +373,7 @@ def test_strict_checks_reject_what_they_should(tmp_path):
     from srnet.evaluation.attacks.counterfit import CounterFitted
     from srnet.evaluation.attacks.wordnet import load_wordnet
 
-    words = ("film", "movie", "good", "bad", "kind", "unkind", "picture", "lazy", "crazy", "flick")
+    words = ("film", "movie", "good", "bad", "kind", "unkind", "picture", "lazy", "crazy", "celluloid")
     vectors = torch.nn.functional.normalize(torch.eye(len(words)) + 0.01, dim=1)
     vectors[1] = vectors[0]  # movie = film
     vectors[8] = vectors[7]  # crazy = lazy (a bad neighbour the polarity check must catch)
@@ -389,10 +389,19 @@ def test_strict_checks_reject_what_they_should(tmp_path):
     assert attack.rejection("very", "really", "r") == "degree adverb"
     assert attack.rejection("not", "never", "r") == "stop word"
     assert attack.rejection("lacks", "wants", "v") == "negator"
-    assert attack.rejection("film", "flick", "n") in ("unfamiliar substitute", "much rarer substitute")
+    assert attack.rejection("film", "celluloid", "n") in ("unfamiliar substitute", "much rarer substitute")
+    assert attack.rejection("minutes", "seconds", "n") == "unit"
     before = Words.split("the film was long")
     assert attack.context_rejection(before, before.replace(1, "movie"), 1) is None
     assert attack.context_rejection(before, before.replace(1, "quickly"), 1) == "tag changes"
+    article = Words.split("it is an enjoyable choice")
+    assert attack.context_rejection(article, article.replace(3, "pleasant"), 3) == "a/an no longer fits"
+    verb = Words.split("a man who needs to heal himself")
+    assert attack.context_rejection(verb, verb.replace(3, "requires"), 3) == "verb taking 'to'"
+    comparison = Words.split("even more important , love")
+    assert (
+        attack.context_rejection(comparison, comparison.replace(2, "great"), 2) == "adjective in a comparison"
+    )
 
 
 def test_label_judge_dataclass_needs_an_encoder():
