@@ -235,6 +235,28 @@ def test_textfooler_presets():
     assert loose.preset == "jin2020" and loose.embedding_min_cos == 0.5 and loose.min_similarity == 0.85
 
 
+def test_an_unknown_preset_is_one_line_before_anything_loads(capsys, tmp_path):
+    (tmp_path / "r.yaml").write_text(
+        f"task: sentiment\ndata:\n  dev: {{path: {_sst2_like(tmp_path / 'd.jsonl')}}}\n"
+    )
+    code = main(
+        [
+            "attack",
+            str(tmp_path),
+            "--recipe",
+            str(tmp_path / "r.yaml"),
+            "--attack",
+            "textfooler",
+            "--out",
+            str(tmp_path / "o"),
+            "--param",
+            "preset=lenient",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "preset" in err and "'adjusted'" in err and len(err.strip().splitlines()) == 1
+
+
 def _victim_and_data(tmp_path):
     from conftest import save_borderline_classifier
 
@@ -297,7 +319,7 @@ def test_cli_strict_synonym_runs_and_records_judge_lexicons_and_agreement(capsys
 
 @pytest.mark.parametrize(
     ("param", "named"),
-    [("max_words=0", "max_words"), ("preset=lenient", "preset"), ("judge_min_prob=1.5", "judge_min_prob")],
+    [("max_words=0", "max_words"), ("judge_min_prob=1.5", "judge_min_prob")],
 )
 def test_bad_strict_settings_are_one_line(capsys, tmp_path, param, named):
     (tmp_path / "r.yaml").write_text(

@@ -14,7 +14,7 @@ label judge (:mod:`srnet.evaluation.attacks.judge`) that the gold label still ho
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import Field
@@ -143,7 +143,6 @@ class StrictSynonymParams(WordSwapParams):
         0.15, ge=0.0, le=1.0, description="A success's judge gold probability at most this much below the "
         "original's (the judge is not moved towards another label, whether or not it was right).",
     )
-    preset: Literal["strict"] = Field("strict", description="The strictness preset (only 'strict').")
 
 
 @register_attack("strict_synonym")
