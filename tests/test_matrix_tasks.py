@@ -101,7 +101,17 @@ ATTACK_PARAMS: dict[str, Callable[[Path], dict]] = {
                                "min_similarity": 0.5},
     "textfooler": lambda model: {"counterfit_vocab": 3000, "similarity_model": str(model),
                                  "min_similarity": 0.5},
+    "strict_synonym": lambda model: {"counterfit_vocab": 3000, "similarity_model": str(model),
+                                     "min_similarity": 0.5, "min_word_similarity": None, "judge": None,
+                                     "polarity_data": str(_polarity_file(model.parent / "polarity.jsonl"))},
 }
+
+
+def _polarity_file(path: Path) -> Path:
+    """A tiny {sentence, label} file for strict_synonym's log-odds (no judge on these tasks)."""
+    rows = [("a good and funny film", 1), ("a bad and boring film", 0)] * 5
+    path.write_text("".join(json.dumps({"sentence": s, "label": y}) + "\n" for s, y in rows))
+    return path
 """Offline params of an attack on a tiny model (embedding neighbours from the bundled backbone, a
 3,000-word counter-fitted space, the sentence encoder the tiny model itself); an attack not named
 here runs on its defaults."""
