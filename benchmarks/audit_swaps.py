@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--score", action="store_true", help="tally audit_verdicts.json beside --out")
+    parser.add_argument("--param", action="append", default=[], help="strict_synonym setting KEY=JSON")
     args = parser.parse_args()
     if args.score:
         verdicts = json.loads((args.out.parent / "audit_verdicts.json").read_text())
@@ -37,7 +38,9 @@ def main() -> None:
         print(f"{ok} of {len(verdicts)} accepted swaps judged ok")
         return
     data = Path(os.environ.get("SRNET_DATA_DIR", "../shared/data"))
-    attack = build_attack("strict_synonym")
+    attack = build_attack(
+        "strict_synonym", {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
+    )
     attack.ready(get_task("sentiment"), data)
     attack.prepare(None, None)
     rows = [json.loads(x) for x in (data / "sst2" / "dev.jsonl").read_text().splitlines()]

@@ -420,6 +420,12 @@ def test_strict_checks_reject_what_they_should(tmp_path):
     assert attack.context_rejection(article, article.replace(3, "pleasant"), 3) == "a/an no longer fits"
     verb = Words.split("a man who needs to heal himself")
     assert attack.context_rejection(verb, verb.replace(3, "requires"), 3) == "verb taking 'to'"
+    auxiliary = Words.split("it does n't offer much")
+    assert attack.context_rejection(auxiliary, auxiliary.replace(3, "offering"), 3) in (
+        "not tagged as the verb the auxiliary needs",
+        "tag changes",
+    )
+    assert attack.rejection("worth", "valuable", "a") == "worth takes an object (worth caring about)"
     comparison = Words.split("even more important , love")
     assert (
         attack.context_rejection(comparison, comparison.replace(2, "great"), 2) == "adjective in a comparison"
@@ -430,3 +436,19 @@ def test_label_judge_dataclass_needs_an_encoder():
     judge = LabelJudge(np.zeros((2, 2), np.float32), np.zeros(2, np.float32), ("a", "b"), {})
     with pytest.raises(RuntimeError, match="encoder"):
         judge.probs(["x"])
+
+
+def test_every_sense_synonyms_without_the_sense_in_context():
+    """With ``sense_in_context`` off the synonyms of every sense of the word are candidates (the contextual
+    word similarity then judges the sense); the substitute's own sense rank still filters them."""
+    pytest.importorskip("lemminflect")
+    from srnet.evaluation.attacks.wordnet import load_wordnet
+
+    attack = build_attack("strict_synonym", {"sense_in_context": False, "candidate_senses": None})
+    attack.wordnet = load_wordnet()
+    words = Words.split("a good film")
+    synonyms = attack._sense_synonyms(words, 2, "n")
+    assert "movie" in synonyms and "cinema" in synonyms and "film" not in synonyms
+    ranked = build_attack("strict_synonym", {"sense_in_context": False, "candidate_senses": 1})
+    ranked.wordnet = attack.wordnet
+    assert set(ranked._sense_synonyms(words, 2, "n")) < set(synonyms)

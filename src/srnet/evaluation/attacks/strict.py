@@ -65,6 +65,12 @@ UNITS = frozenset(
 )
 """Units of time, length, weight and money: WordNet puts some in one synset (minute = second, a
 moment), but swapping them changes a fact ("the longest 90 minutes" -> "seconds"); never swapped."""
+AUXILIARIES = frozenset(
+    ["do", "does", "did", "n't", "to", "will", "would", "can", "could", "may", "might", "must", "shall",
+     "should"]
+)
+"""After these a word is a verb's base form: a noun or adjective tag there is a tagging error (does
+n't offer/NN -> offering), so the word is not swapped."""
 COMPARATIVE_HEADS = frozenset(["more", "most", "less", "least"])
 """An adjective after these is never swapped: its synonym may compare another way ("more important"
 -> "more great")."""
@@ -85,8 +91,10 @@ class StrictSynonymParams(WordSwapParams):
         2, ge=1, description="A synonym is kept only when the sense it shares with the word is among its own "
         "N most frequent senses (null: any).",
     )
-    sense_in_context: bool = Field(True, description="Synonyms of the word's sense in context only "
-                                   "(always on).")
+    sense_in_context: bool = Field(
+        True, description="Synonyms of the word's sense closest to its window only (an embedding Lesk); "
+        "false: of every sense of the word, the contextual word similarity then judging the sense.",
+    )
     max_candidates: int = Field(20, ge=1, description="Most substitutes tried per word.")
     counterfit_min_cos: float = Field(
         0.45, ge=-1.0, le=1.0, description="Least cosine between the word and its substitute in srnet's "
@@ -265,13 +273,16 @@ class StrictSynonym(WordSwap):
         """Single-word lemmas of the word's WordNet sense closest to its window (an adjective's similar-to
         synsets too), kept when that sense is among their own ``candidate_senses`` most frequent."""
         assert self.wordnet is not None
-        synset = self._closest_synset(original, index, pos)
-        if synset is None:
-            return []
         own = lemma(original.words[index].lower(), pos) or original.words[index].lower()
-        synsets = [synset]
+        if self.params.sense_in_context:
+            closest = self._closest_synset(original, index, pos)
+            synsets = [] if closest is None else [closest]
+        else:
+            synsets = [self.wordnet.synset(pos, offset) for offset in self.wordnet.senses(own, pos)]
+        if not synsets:
+            return []
         if pos == "a":
-            synsets += [self.wordnet.synset(q.pos, q.offset) for q in synset.related("&")]
+            synsets += [self.wordnet.synset(q.pos, q.offset) for one in synsets for q in one.related("&")]
         offsets = [self.wordnet.senses(w.lower(), pos) for s in synsets for w in s.words]
         words = [w for s in synsets for w in s.words]
         keep = []
@@ -297,6 +308,8 @@ class StrictSynonym(WordSwap):
             return "very frequent word"
         if low in UNITS:
             return "unit"
+        if low == "worth":
+            return "worth takes an object (worth caring about)"
         return None
 
     def rejection(self, word: str, substitute: str, pos: str) -> str | None:
@@ -365,6 +378,8 @@ class StrictSynonym(WordSwap):
             return "verb taking 'to'"
         if previous in COMPARATIVE_HEADS and (before[index] or "").startswith("JJ"):
             return "adjective in a comparison"
+        if previous in AUXILIARIES and not (before[index] or "").startswith("VB") and previous != "to":
+            return "not tagged as the verb the auxiliary needs"
         if after[index] != before[index]:
             return "tag changes"
         if self.params.context_tags:
