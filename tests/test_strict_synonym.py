@@ -452,3 +452,17 @@ def test_every_sense_synonyms_without_the_sense_in_context():
     ranked = build_attack("strict_synonym", {"sense_in_context": False, "candidate_senses": 1})
     ranked.wordnet = attack.wordnet
     assert set(ranked._sense_synonyms(words, 2, "n")) < set(synonyms)
+
+
+def test_counterfitted_source_gives_the_spaces_neighbours():
+    """``source: counterfitted`` draws TextFooler's substitutes (the space's nearest words at the calibrated
+    cosine) instead of WordNet's; the per-swap checks then apply unchanged."""
+    from srnet.evaluation.attacks.counterfit import CounterFitted
+
+    words = ("film", "movie", "picture", "cat")
+    vectors = torch.nn.functional.normalize(
+        torch.tensor([[1.0, 0.1], [1.0, 0.12], [1.0, 0.6], [0.0, 1.0]]), dim=1
+    )
+    attack = build_attack("strict_synonym", {"source": "counterfitted", "counterfit_min_cos": 0.9})
+    attack.space = CounterFitted(words, vectors, {})
+    assert attack._substitutes(Words.split("a good film"), 2, "n", "NN") == ["movie", "picture"]

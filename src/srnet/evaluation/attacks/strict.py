@@ -14,7 +14,7 @@ label judge (:mod:`srnet.evaluation.attacks.judge`) that the gold label still ho
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -74,6 +74,8 @@ n't offer/NN -> offering), so the word is not swapped."""
 COMPARATIVE_HEADS = frozenset(["more", "most", "less", "least"])
 """An adjective after these is never swapped: its synonym may compare another way ("more important"
 -> "more great")."""
+COUNTERFIT_K = 50
+"""Counter-fitted neighbours looked at per word with ``source: counterfitted`` (TextFooler's 50)."""
 NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non", "mis", "anti")
 NEGATING_SUFFIXES = ("less",)
 
@@ -94,6 +96,11 @@ class StrictSynonymParams(WordSwapParams):
     sense_in_context: bool = Field(
         True, description="Synonyms of the word's sense closest to its window only (an embedding Lesk); "
         "false: of every sense of the word, the contextual word similarity then judging the sense.",
+    )
+    source: Literal["wordnet", "counterfitted"] = Field(
+        "wordnet", description="Where substitutes come from: 'wordnet' (synonyms of the word's sense, "
+        "above) or 'counterfitted' (TextFooler's: the nearest words in srnet's counter-fitted space at "
+        "cosine >= `counterfit_min_cos`, in the forms the space holds); every check below applies to both.",
     )
     max_candidates: int = Field(20, ge=1, description="Most substitutes tried per word.")
     counterfit_min_cos: float = Field(
@@ -248,7 +255,7 @@ class StrictSynonym(WordSwap):
         pos = wordnet_pos(tag)
         if tag is None or pos is None or self.word_rejection(word, pos) is not None:
             return []
-        subs = [s for s in inflections(self._sense_synonyms(original, index, pos), tag, word.lower())
+        subs = [s for s in self._substitutes(original, index, pos, tag)
                 if self.rejection(word, s, pos) is None][: p.max_candidates]
         edited = [current.replace(index, match_case(s, word)) for s in subs]
         edited = [e for e in edited if self.context_rejection(current, e, index) is None]
@@ -268,6 +275,15 @@ class StrictSynonym(WordSwap):
                     else [1.0] * len(edited))
         return [s if s >= p.min_similarity and w >= (p.min_word_similarity or 0.0) else None
                 for s, w in zip(sims, in_place, strict=True)]
+
+    def _substitutes(self, original: Words, index: int, pos: str, tag: str) -> list[str]:
+        """The candidate source ``source`` names, in the word's form: WordNet synonyms of its sense, or
+        its nearest words in the counter-fitted space (TextFooler's source; every check still applies)."""
+        word = original.words[index].lower()
+        if self.params.source == "counterfitted":
+            assert self.space is not None
+            return self.space.nearest(word, COUNTERFIT_K, self.params.counterfit_min_cos)
+        return inflections(self._sense_synonyms(original, index, pos), tag, word)
 
     def _sense_synonyms(self, original: Words, index: int, pos: str) -> list[str]:
         """Single-word lemmas of the word's WordNet sense closest to its window (an adjective's similar-to
