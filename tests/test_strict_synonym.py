@@ -233,6 +233,8 @@ def test_textfooler_presets():
     )
     loose = build_attack("textfooler").params
     assert loose.preset == "jin2020" and loose.embedding_min_cos == 0.5 and loose.min_similarity == 0.85
+    assert "10 of 50" in build_attack("textfooler").report()["validity_by_hand"]
+    assert "11 of 50" in build_attack("textfooler", {"preset": "adjusted"}).report()["validity_by_hand"]
 
 
 def test_an_unknown_preset_is_one_line_before_anything_loads(capsys, tmp_path):

@@ -342,3 +342,14 @@ class TextFooler(WordSwap):
         if self.params.budget == "textfooler":
             return words
         return max(math.ceil(0.1 * words), 4)
+
+    def report(self) -> dict[str, Any]:
+        """Its validity as measured by hand on the SST-2 victim, so no summary reads as a valid attack."""
+        return {"validity_by_hand": MEASURED_VALIDITY[self.params.preset]}
+
+
+MEASURED_VALIDITY = {
+    "jin2020": "10 of 50 SST-2 successes valid (docs/studies/textfooler_cpu.md)",
+    "adjusted": "11 of 50 SST-2 successes valid (docs/studies/strict_attack_cpu.md)",
+}
+"""What a hand check found of each preset's successes on the SST-2 victim (one victim, seed 1)."""
