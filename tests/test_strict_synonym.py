@@ -321,7 +321,12 @@ def test_cli_strict_synonym_runs_and_records_judge_lexicons_and_agreement(capsys
 
 @pytest.mark.parametrize(
     ("param", "named"),
-    [("max_words=0", "max_words"), ("judge_min_prob=1.5", "judge_min_prob")],
+    [
+        ("max_words=0", "max_words"),
+        ("judge_min_prob=1.5", "judge_min_prob"),
+        ("neighbours=embedding", "neighbours"),
+        ("max_fraction=0.2", "max_fraction"),
+    ],
 )
 def test_bad_strict_settings_are_one_line(capsys, tmp_path, param, named):
     (tmp_path / "r.yaml").write_text(

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from srnet.errors import SrnetError
-from srnet.evaluation.attacks.base import Candidate, register_attack
+from srnet.evaluation.attacks.base import AttackParams, Candidate, register_attack
 from srnet.evaluation.attacks.counterfit import CounterFitSettings, load_counterfitted
 from srnet.evaluation.attacks.inflection import inflections, lemma, lemminflect
 from srnet.evaluation.attacks.judge import LabelJudge, cached_judge, load_judge
@@ -66,8 +66,7 @@ UNITS = frozenset(
 """Units of time, length, weight and money: WordNet puts some in one synset (minute = second, a
 moment), but swapping them changes a fact ("the longest 90 minutes" -> "seconds"); never swapped."""
 AUXILIARIES = frozenset(
-    ["do", "does", "did", "n't", "to", "will", "would", "can", "could", "may", "might", "must", "shall",
-     "should"]
+    ["do", "does", "did", "n't", "will", "would", "can", "could", "may", "might", "must", "shall", "should"]
 )
 """After these a word is a verb's base form: a noun or adjective tag there is a tagging error (does
 n't offer/NN -> offering), so the word is not swapped."""
@@ -80,13 +79,20 @@ NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non", "mis", "anti")
 NEGATING_SUFFIXES = ("less",)
 
 
-class StrictSynonymParams(WordSwapParams):
+class StrictSynonymParams(AttackParams):
     """Strict substitution: WordNet synonyms of the sense in context, near in the counter-fitted space,
     every per-swap check on, a small word budget, a beam, and an independent label judge."""
 
+    window: int = WordSwapParams.model_fields["window"]
+    similarity_model: str = WordSwapParams.model_fields["similarity_model"]
+    similarity_precision: Literal["float32", "bfloat16"] = WordSwapParams.model_fields["similarity_precision"]
+    tagger: Literal["pattern", "spacy"] = WordSwapParams.model_fields["tagger"]
+    counterfit_vocab: int = WordSwapParams.model_fields["counterfit_vocab"]
+    max_word_zipf: float | None = WordSwapParams.model_fields["max_word_zipf"]
+    max_fraction: None = Field(None, description="Not a strict_synonym setting: its budget is `max_words`.")
     max_words: int = Field(
         2, ge=1, description="Most words changed per text (SST-2's sentences: per-swap validity compounds, "
-        "so a third swap mostly adds invalid examples). `max_fraction` is not used.",
+        "so a third swap mostly adds invalid examples).",
     )
     beam: int = Field(3, ge=1, description="Partial perturbations kept between words (1: greedy).")
     candidate_senses: int | None = Field(
@@ -122,13 +128,9 @@ class StrictSynonymParams(WordSwapParams):
         "(mean of its pieces, `similarity_model`) before and after the swap: the sense check in context "
         "(on 100 audited swaps it removed 15 of 35 bad ones and 13 of 65 good ones).",
     )
-    sentiment_margin: float | None = Field(
-        None, gt=0.0, le=1.0, description="Not used (the polarity check of `polarity_data` and VADER is).",
-    )
     min_similarity: float = Field(
         0.9, gt=0.0, le=1.0, description="Least window cosine between the original and the edited text.",
     )
-    same_penn_tag: bool = Field(True, description="The re-tagged substitute keeps the word's exact Penn tag.")
     context_tags: bool = Field(
         True, description="The re-tagged words either side of the edit keep their Penn tags (a swap that "
         "changes how its neighbours parse is ungrammatical or changes the meaning).",
@@ -394,7 +396,7 @@ class StrictSynonym(WordSwap):
             return "verb taking 'to'"
         if previous in COMPARATIVE_HEADS and (before[index] or "").startswith("JJ"):
             return "adjective in a comparison"
-        if previous in AUXILIARIES and not (before[index] or "").startswith("VB") and previous != "to":
+        if previous in AUXILIARIES and not (before[index] or "").startswith("VB"):
             return "not tagged as the verb the auxiliary needs"
         if after[index] != before[index]:
             return "tag changes"
