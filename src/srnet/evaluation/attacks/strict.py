@@ -175,7 +175,6 @@ class StrictSynonym(WordSwap):
         self.judge: LabelJudge | None = None
         self.judged_originals: list[bool] = []
         self.flips_rejected = 0
-        self._substitute_cache: dict[tuple[Words, int, str, str], list[str]] = {}
 
     def budget(self, words: int) -> int:
         return self.params.max_words
@@ -230,7 +229,6 @@ class StrictSynonym(WordSwap):
                 "judge_originals": len(agreed), "judge_rejected_flips": self.flips_rejected}
 
     def attack(self, victim, pair: Pair, gold: int, rng: np.random.Generator):
-        self._substitute_cache.clear()  # a word's substitutes depend on the original only: kept per example
         outcome = super().attack(victim, pair, gold, rng)
         if self.judge is not None and outcome.result != "skipped":
             self.judged_originals.append(int(self.judge.probs([_field(pair)])[0].argmax()) == gold)
@@ -282,14 +280,7 @@ class StrictSynonym(WordSwap):
 
     def _substitutes(self, original: Words, index: int, pos: str, tag: str) -> list[str]:
         """The candidate source ``source`` names, in the word's form: WordNet synonyms of its sense, or
-        its nearest words in the counter-fitted space (TextFooler's source; every check still applies).
-        Computed once per word of an example (the beam's states share the original)."""
-        key = (original, index, pos, tag)
-        if key not in self._substitute_cache:
-            self._substitute_cache[key] = self._find_substitutes(original, index, pos, tag)
-        return self._substitute_cache[key]
-
-    def _find_substitutes(self, original: Words, index: int, pos: str, tag: str) -> list[str]:
+        its nearest words in the counter-fitted space (TextFooler's source; every check still applies)."""
         word = original.words[index].lower()
         if self.params.source == "counterfitted":
             assert self.space is not None
