@@ -285,14 +285,19 @@ class StrictSynonym(WordSwap):
         if self.params.source == "counterfitted":
             assert self.space is not None
             return self.space.nearest(word, COUNTERFIT_K, self.params.counterfit_min_cos)
+        if self.params.sense_in_context:  # the Lesk sense (60% of the loop) only when it can matter:
+            every = inflections(self._sense_synonyms(original, index, pos, every_sense=True), tag, word)
+            if not any(self.rejection(original.words[index], s, pos) is None for s in every):
+                return []  # the sense's synonyms are a subset of every sense's: none would pass either
         return inflections(self._sense_synonyms(original, index, pos), tag, word)
 
-    def _sense_synonyms(self, original: Words, index: int, pos: str) -> list[str]:
-        """Single-word lemmas of the word's WordNet sense closest to its window (an adjective's similar-to
-        synsets too), kept when that sense is among their own ``candidate_senses`` most frequent."""
+    def _sense_synonyms(self, original: Words, index: int, pos: str, every_sense: bool = False) -> list[str]:
+        """Single-word lemmas of the word's WordNet sense closest to its window (every sense with
+        ``every_sense`` or without ``sense_in_context``; an adjective's similar-to synsets too), kept
+        when that sense is among their own ``candidate_senses`` most frequent."""
         assert self.wordnet is not None
         own = lemma(original.words[index].lower(), pos) or original.words[index].lower()
-        if self.params.sense_in_context:
+        if self.params.sense_in_context and not every_sense:
             closest = self._closest_synset(original, index, pos)
             synsets = [] if closest is None else [closest]
         else:
