@@ -238,24 +238,7 @@ def test_textfooler_presets():
 
 
 def test_an_unknown_preset_is_one_line_before_anything_loads(capsys, tmp_path):
-    (tmp_path / "r.yaml").write_text(
-        f"task: sentiment\ndata:\n  dev: {{path: {_sst2_like(tmp_path / 'd.jsonl')}}}\n"
-    )
-    code = main(
-        [
-            "attack",
-            str(tmp_path),
-            "--recipe",
-            str(tmp_path / "r.yaml"),
-            "--attack",
-            "textfooler",
-            "--out",
-            str(tmp_path / "o"),
-            "--param",
-            "preset=lenient",
-        ]
-    )
-    err = capsys.readouterr().err
+    code, err = _one_setting(capsys, tmp_path, "textfooler", "preset=lenient")
     assert code == 2 and "preset" in err and "'adjusted'" in err and len(err.strip().splitlines()) == 1
 
 
@@ -329,24 +312,7 @@ def test_cli_strict_synonym_runs_and_records_judge_lexicons_and_agreement(capsys
     ],
 )
 def test_bad_strict_settings_are_one_line(capsys, tmp_path, param, named):
-    (tmp_path / "r.yaml").write_text(
-        f"task: sentiment\ndata:\n  dev: {{path: {_sst2_like(tmp_path / 'd.jsonl')}}}\n"
-    )
-    code = main(
-        [
-            "attack",
-            str(tmp_path),
-            "--recipe",
-            str(tmp_path / "r.yaml"),
-            "--attack",
-            "strict_synonym",
-            "--out",
-            str(tmp_path / "o"),
-            "--param",
-            param,
-        ]
-    )
-    err = capsys.readouterr().err
+    code, err = _one_setting(capsys, tmp_path, "strict_synonym", param)
     assert code == 2 and named in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
 
@@ -473,3 +439,25 @@ def test_counterfitted_source_gives_the_spaces_neighbours():
     attack = build_attack("strict_synonym", {"source": "counterfitted", "counterfit_min_cos": 0.9})
     attack.space = CounterFitted(words, vectors, {})
     assert attack._substitutes(Words.split("a good film"), 2, "n", "NN") == ["movie", "picture"]
+
+
+def _one_setting(capsys, tmp_path, attack: str, param: str) -> tuple[int, str]:
+    """``srnet attack`` of a tiny SST-2-like split with one ``--param``: (exit code, stderr)."""
+    (tmp_path / "r.yaml").write_text(
+        f"task: sentiment\ndata:\n  dev: {{path: {_sst2_like(tmp_path / 'd.jsonl')}}}\n"
+    )
+    code = main(
+        [
+            "attack",
+            str(tmp_path),
+            "--recipe",
+            str(tmp_path / "r.yaml"),
+            "--attack",
+            attack,
+            "--out",
+            str(tmp_path / "o"),
+            "--param",
+            param,
+        ]
+    )
+    return code, capsys.readouterr().err
