@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from srnet.cli import main
 from srnet.evaluation.attacks import AttackOutcome, SynonymTable, Victim, attack_metrics, build_attack
@@ -235,3 +237,52 @@ def test_cli_attack_plain_model_wordswap_with_embedding_neighbours(capsys, senti
                                      for r in (out / "wordswap.jsonl").read_text().splitlines())
     code, _, err = _cli(capsys, "attack", str(path), "--attack", "charswap")
     assert code == 2 and "--recipe" in err
+
+
+def test_attack_stage_hands_the_encoder_and_its_cache_to_the_next_run(nli_run, tiny_model_dir, tmp_path,
+                                                                      monkeypatch):
+    from srnet.evaluation.attacks import wordswap
+    from srnet.experiments.sweep.stages import get_stage
+
+    built, encoded = [], []
+    real = wordswap.sentence_encoder
+
+    def counting_encoder(*args):
+        encoder = real(*args)
+        inner = encoder._encode
+        encoder._encode = lambda texts: encoded.append(len(texts)) or inner(texts)
+        built.append(encoder)
+        return encoder
+
+    monkeypatch.setattr(wordswap, "sentence_encoder", counting_encoder)
+    dev = tmp_path / "dev.jsonl"  # contradictions (the collapsed tiny run's answer) with synonyms to try
+    rows = [{"premise": "a cat sat", "hypothesis": h, "label": "contradiction"}
+            for h in ("the big dog looked happy", "a large house seemed quiet and old")]
+    dev.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    first, second = tmp_path / "ft_a", tmp_path / "ft_b"
+    for copy in (first, second):
+        shutil.copytree(nli_run / "runs" / "ft", copy, ignore=shutil.ignore_patterns("attack"))
+        config = yaml.safe_load((copy / "config.yaml").read_text())
+        config["data"]["dev"]["path"] = str(dev)
+        (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    stage = get_stage("attack")
+
+    def attack_stage(runs, folder):
+        params = stage.params_model.model_validate(
+            {"runs": [str(r) for r in runs], "attacks": ["wordswap"],
+             "params": {"wordswap": {"similarity_model": str(tiny_model_dir), "min_similarity": 0.5}}})
+        stage.run(None, params, tmp_path / folder)
+        return sum(encoded)
+
+    alone = attack_stage([first], "alone")
+    assert alone > 0 and len(built) == 1
+    encoded.clear()
+    assert attack_stage([first, second], "both") == alone  # the second victim encodes nothing new
+    assert len(built) == 2  # one encoder per stage, handed to the next run
+
+    def rows(run):
+        return [json.loads(line) for line in (run / "attack" / "wordswap.jsonl").read_text().splitlines()]
+
+    assert rows(second) == rows(first)  # the same model attacked through the cache: the same outcomes
+    summaries = [json.loads((r / "attack" / "wordswap.json").read_text()) for r in (first, second)]
+    assert summaries[0]["resources"] == summaries[1]["resources"]

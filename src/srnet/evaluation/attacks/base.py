@@ -87,6 +87,11 @@ class Attack(ABC):
         """What the attack was built from (files, their checksums, models), for its summary."""
         return {}
 
+    def shared(self) -> dict[str, Any]:
+        """Victim-independent state, as constructor keywords, that a later attack of the same name and
+        params may take (the sweep's attack stage hands it from one run to the next); default none."""
+        return {}
+
     @abstractmethod
     def candidates(
         self, original: Words, current: Words, index: int, rng: np.random.Generator

@@ -219,6 +219,11 @@ class WordSwap(Attack):
             out["counterfitted"] = self.space.record
         return out
 
+    def shared(self) -> dict[str, Any]:
+        """The sentence encoder with the embeddings it has cached: another victim attacked on the same
+        sentences asks for the same Lesk glosses and windows (most of strict_synonym's loop)."""
+        return {} if self.encoder is None else {"encoder": self.encoder}
+
     def candidates(
         self, original: Words, current: Words, index: int, rng: np.random.Generator
     ) -> list[Candidate]:

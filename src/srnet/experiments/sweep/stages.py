@@ -237,7 +237,8 @@ class AttackParams(AttackSettings):
 class AttackStage(Stage):
     """``srnet attack`` of every run with every attack; each result lands in ``RUN/attack/<name>.json``
     (where ``srnet report`` reads it).  ``<folder>/<i>_<name>.done`` marks finished pairs, so a
-    killed stage resumes at the first unfinished one."""
+    killed stage resumes at the first unfinished one.  An attack's victim-independent state (e.g.
+    its sentence encoder's cached embeddings) passes from one run to the next."""
 
     params_model = AttackParams
 
@@ -248,6 +249,7 @@ class AttackStage(Stage):
         from srnet.experiments.verbs.attack import attack_run
         from srnet.io import atomic_write_text
 
+        shared: dict[str, dict] = {}  # attack -> its state a later run reuses (the encoder's cache)
         for index, run in enumerate(params.runs):
             for name in params.attacks:
                 done = folder / f"{index}_{name}.done"
@@ -255,7 +257,9 @@ class AttackStage(Stage):
                     continue
                 config = AttackConfig(**params.model_dump(include=set(AttackSettings.model_fields)),
                                       attack=name, params=params.params.get(name, {}))
-                report = attack_run(run, None, config, overwrite=True)  # a rerun of the unfinished pair
+                report = attack_run(run, None, config, resources=shared.get(name),
+                                    overwrite=True)  # a rerun of the unfinished pair
+                shared[name] = report.shared
                 atomic_write_text(done, f"{report.summary_path}\n")
 
 

@@ -11,7 +11,7 @@ as failed (``rescore_rejected``).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,8 @@ class AttackReport:
     summary: dict
     review_path: Path | None = None
     """``<attack>_examples.md`` (the first successes, for review); None without ``examples``."""
+    shared: dict[str, Any] = field(default_factory=dict)
+    """The attack's victim-independent state (``Attack.shared``), for ``resources`` of a later run."""
 
 
 def attack_run(
@@ -120,7 +122,9 @@ def attack_run(
         "time_s": round(elapsed, 1),
         "queries_per_s": round(victim.queries / elapsed, 1) if elapsed > 0 else None,
     }
-    return _write_results(Path(out), summary, attacked, outcomes, space.names, config.examples)
+    report = _write_results(Path(out), summary, attacked, outcomes, space.names, config.examples)
+    report.shared = attacker.shared()
+    return report
 
 
 def _examples_to_attack(recipe: Recipe, task, spec, n: int | None, seed: int) -> tuple[list[int], list]:
