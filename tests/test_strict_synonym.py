@@ -4,6 +4,9 @@ judge-rejected flips, textfooler's presets, the whole attack through the CLI, an
 from __future__ import annotations
 
 import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,7 @@ from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import Victim, build_attack
 from srnet.evaluation.attacks.base import Candidate
-from srnet.evaluation.attacks.judge import LabelJudge, read_judge, save_judge, train_judge
+from srnet.evaluation.attacks.judge import LabelJudge, cached_judge, read_judge, save_judge, train_judge
 from srnet.evaluation.attacks.polarity import Polarity, log_odds, read_vader
 from srnet.evaluation.attacks.strict import _negated_form
 from srnet.evaluation.attacks.text import Words
@@ -135,6 +138,32 @@ def test_judge_trains_saves_reloads_and_refuses_other_labels_or_changed_files(tm
         read_judge(path)
     with pytest.raises(SrnetError, match="not found"):
         read_judge(tmp_path / "none.npz")
+
+
+def test_two_processes_wanting_the_default_judge_train_it_once(tmp_path, tiny_model_dir, caplog):
+    source = _sst2_like(tmp_path / "train.jsonl")
+    examples = [Example(str(i), t, None, i % 2) for i, t in enumerate(["a good film", "a bad film"] * 4)]
+    loads = []
+
+    def slow_load():
+        loads.append(1)
+        time.sleep(0.5)  # the other caller arrives while this one trains
+        return examples
+
+    labels = ("negative", "positive")
+    with caplog.at_level(logging.INFO, logger="srnet"), ThreadPoolExecutor(2) as pool:
+        # each thread opens the guard itself, so flock excludes one from the other
+        judges = list(pool.map(lambda _: cached_judge(source, slow_load, labels, str(tiny_model_dir),
+                                                      folder=tmp_path / "cache"), range(2)))
+    assert loads == [1]  # the second waited, then read the first's judge
+    assert np.array_equal(judges[0].weight, judges[1].weight)
+    assert judges[0].record["sha256"] == judges[1].record["sha256"]
+    assert [r.getMessage() for r in caplog.records if "label judge" in r.getMessage()] == [
+        f"label judge: training on 8 texts of {source} (once: minutes on CPU), cached as "
+        f"{judges[0].record['file']}"]
+    saved = Path(judges[0].record["file"])
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted(  # no guard left behind
+        [saved.name, saved.with_suffix(".json").name])
 
 
 def test_a_flip_the_judge_rejects_is_no_success_and_not_kept(tmp_path):

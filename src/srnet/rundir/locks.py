@@ -10,7 +10,7 @@ Creation is atomic (``O_EXCL``) and every read-and-take happens under an exclusi
 the hidden guard file ``.<lock>.guard``, so two processes never both take a free or a stale lock
 (on a local file system, where ``flock`` holds between processes).  The guard is removed with the
 last lock (a process that waited on a removed guard opens the new one), so a released lock leaves
-no file behind.
+no file behind.  :func:`exclusive` holds such a guard alone, around building a cached resource.
 """
 
 from __future__ import annotations
@@ -71,6 +71,16 @@ def release(folder: Path, token: str, name: str = STAGE_LOCK) -> None:
     with _guarded(folder, name):
         if not path.exists():
             _guard_path(folder, name).unlink()  # a process waiting on it sees it gone, starts again
+
+
+@contextmanager
+def exclusive(folder: Path, name: str) -> Iterator[None]:
+    """Hold ``folder``'s guard of ``name`` while checking for and building a shared file (a cached
+    resource): a second process waits here, then finds the file written.  The guard is removed on
+    leaving (a process that waited on it opens a new one)."""
+    with _guarded(folder, name):
+        yield
+        _guard_path(folder, name).unlink(missing_ok=True)
 
 
 @contextmanager

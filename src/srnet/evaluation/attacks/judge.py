@@ -6,13 +6,14 @@ victim but also moves the judge off the gold label has likely changed the label,
 A judge is one ``.npz`` (weights, bias, label names) with a JSON sidecar (what it was trained on,
 its SHA-256).  The default judge is built once from ``judge_data`` and cached like the
 counter-fitted space (``$SRNET_CACHE_DIR`` or ``~/.cache/srnet``); a missing or corrupt cache is
-rebuilt.
+rebuilt, by one process at a time (a second waits, then reads it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,10 @@ from srnet.errors import SrnetError
 from srnet.evaluation.attacks.counterfit import cache_dir
 from srnet.evaluation.attacks.similarity import CachedEncoder, SentenceEncoder
 from srnet.io import atomic_write, atomic_write_json, file_sha256
+from srnet.rundir.locks import exclusive
 from srnet.tasks.base import Example
+
+log = logging.getLogger(__name__)
 
 JUDGE_VERSION = 1
 JUDGE_C = 1.0
@@ -71,7 +75,7 @@ def train_judge(examples: Sequence[Example], labels: Sequence[str], encoder: Cac
     if len(set(gold.tolist())) < 2:
         raise SrnetError("judge training data has fewer than 2 labels")
     by_length = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # batches of similar lengths pad less
-    embedded = encoder.embed([texts[i] for i in by_length]).numpy()
+    embedded = _embed_showing_progress(encoder, [texts[i] for i in by_length])
     features = np.empty_like(embedded)
     features[by_length] = embedded
     model = LogisticRegression(C=c, max_iter=2000).fit(features, gold)
@@ -85,6 +89,19 @@ def train_judge(examples: Sequence[Example], labels: Sequence[str], encoder: Cac
     for row, cls in enumerate(model.classes_):
         weight[int(cls)], bias[int(cls)] = rows[row], offsets[row]
     return weight, bias, float(model.score(features, gold))
+
+
+def _embed_showing_progress(encoder: CachedEncoder, texts: list[str]) -> np.ndarray:
+    """``encoder.embed(texts)`` with a progress bar: the distinct texts are embedded in chunks of whole
+    encoder batches first (the same batches as one call, so the same vectors), then read back."""
+    from tqdm.auto import tqdm
+
+    distinct = list(dict.fromkeys(texts))
+    chunk = getattr(encoder, "batch_size", 64) * 16
+    for start in tqdm(range(0, len(distinct), chunk), desc="label judge: embedding", unit="chunk",
+                      leave=False):
+        encoder.embed(distinct[start : start + chunk])
+    return encoder.embed(texts).numpy()
 
 
 def judge_key(data_sha: str, labels: Sequence[str], encoder: str) -> str:
@@ -139,16 +156,19 @@ def cached_judge(examples_source: Path, load: Callable[[], Sequence[Example]], l
     data_sha = file_sha256(examples_source)
     path = (folder or cache_dir()) / f"judge_{judge_key(data_sha, labels, encoder_name)}.npz"
     encoder = SentenceEncoder(encoder_name)
-    try:
-        judge = read_judge(path)
-    except SrnetError:
-        examples = load()
-        weight, bias, accuracy = train_judge(examples, labels, encoder)
-        record = {"data": str(examples_source), "data_sha256": data_sha, "examples": len(examples),
-                  "encoder": encoder_name, "C": JUDGE_C, "train_accuracy": round(accuracy, 4),
-                  "version": JUDGE_VERSION}
-        save_judge(path, weight, bias, labels, record)
-        judge = read_judge(path)
+    with exclusive(path.parent, path.name):  # a second process waits for the first's judge
+        try:
+            judge = read_judge(path)
+        except SrnetError:
+            examples = load()
+            log.info("label judge: training on %d texts of %s (once: minutes on CPU), cached as %s",
+                     len(examples), examples_source, path)
+            weight, bias, accuracy = train_judge(examples, labels, encoder)
+            record = {"data": str(examples_source), "data_sha256": data_sha, "examples": len(examples),
+                      "encoder": encoder_name, "C": JUDGE_C, "train_accuracy": round(accuracy, 4),
+                      "version": JUDGE_VERSION}
+            save_judge(path, weight, bias, labels, record)
+            judge = read_judge(path)
     judge.encoder = encoder
     return judge
 
