@@ -257,14 +257,28 @@ class StrictSynonym(WordSwap):
         pos = wordnet_pos(tag)
         if tag is None or pos is None or self.word_rejection(word, pos) is not None:
             return []
-        subs = [s for s in self._substitutes(original, index, pos, tag)
-                if self.rejection(word, s, pos) is None][: p.max_candidates]
-        edited = [current.replace(index, match_case(s, word)) for s in subs]
-        edited = [e for e in edited if self.context_rejection(current, e, index) is None]
+        if p.sense_in_context and p.source == "wordnet":  # the Lesk sense (60% of the loop) only when it
+            # can matter: its synonyms are a subset of every sense's, so when no edit with any sense's
+            # synonym passes the checks, none would
+            every = inflections(self._sense_synonyms(original, index, pos, every_sense=True), tag,
+                                original.words[index].lower())
+            if not self._passing_edits(current, index, pos, every):
+                return []
+        edited = self._passing_edits(current, index, pos, self._substitutes(original, index, pos, tag),
+                                     p.max_candidates)
         if not edited:
             return []
         sims = self.similarities(original, edited, index)
         return [Candidate(e, s) for e, s in zip(edited, sims, strict=True) if s is not None]
+
+    def _passing_edits(self, current: Words, index: int, pos: str, substitutes: list[str],
+                       limit: int | None = None) -> list[Words]:
+        """``current`` with word ``index`` swapped for each of the first ``limit`` (all when None)
+        ``substitutes`` that pass the per-swap checks, kept where the grammar around it holds."""
+        word = current.words[index]
+        kept = [s for s in substitutes if self.rejection(word, s, pos) is None][:limit]
+        edited = [current.replace(index, match_case(s, word)) for s in kept]
+        return [e for e in edited if self.context_rejection(current, e, index) is None]
 
     def similarities(self, original: Words, edited: list[Words], index: int) -> list[float | None]:
         """Each edit's window similarity to ``original``, or None when it or the word's contextual
@@ -285,10 +299,6 @@ class StrictSynonym(WordSwap):
         if self.params.source == "counterfitted":
             assert self.space is not None
             return self.space.nearest(word, COUNTERFIT_K, self.params.counterfit_min_cos)
-        if self.params.sense_in_context:  # the Lesk sense (60% of the loop) only when it can matter:
-            every = inflections(self._sense_synonyms(original, index, pos, every_sense=True), tag, word)
-            if not any(self.rejection(original.words[index], s, pos) is None for s in every):
-                return []  # the sense's synonyms are a subset of every sense's: none would pass either
         return inflections(self._sense_synonyms(original, index, pos), tag, word)
 
     def _sense_synonyms(self, original: Words, index: int, pos: str, every_sense: bool = False) -> list[str]:
