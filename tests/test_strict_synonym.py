@@ -140,7 +140,10 @@ def test_judge_trains_saves_reloads_and_refuses_other_labels_or_changed_files(tm
         read_judge(tmp_path / "none.npz")
 
 
-def test_two_processes_wanting_the_default_judge_train_it_once(tmp_path, tiny_model_dir, caplog):
+def test_two_processes_wanting_the_default_judge_train_it_once(tmp_path, caplog, monkeypatch):
+    # a table encoder: two threads loading transformers models at once would race on its global
+    # meta-device loading state (processes, which the lock is for, do not share it)
+    monkeypatch.setattr("srnet.evaluation.attacks.judge.SentenceEncoder", lambda name: _Encoder())
     source = _sst2_like(tmp_path / "train.jsonl")
     examples = [Example(str(i), t, None, i % 2) for i, t in enumerate(["a good film", "a bad film"] * 4)]
     loads = []
@@ -153,7 +156,7 @@ def test_two_processes_wanting_the_default_judge_train_it_once(tmp_path, tiny_mo
     labels = ("negative", "positive")
     with caplog.at_level(logging.INFO, logger="srnet"), ThreadPoolExecutor(2) as pool:
         # each thread opens the guard itself, so flock excludes one from the other
-        judges = list(pool.map(lambda _: cached_judge(source, slow_load, labels, str(tiny_model_dir),
+        judges = list(pool.map(lambda _: cached_judge(source, slow_load, labels, "table",
                                                       folder=tmp_path / "cache"), range(2)))
     assert loads == [1]  # the second waited, then read the first's judge
     assert np.array_equal(judges[0].weight, judges[1].weight)
