@@ -19,6 +19,7 @@ from srnet.errors import SrnetError
 from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
 from srnet.experiments.sweep.execute import SweepResult
+from srnet.experiments.verbs.compress import CompressConfig, CompressResult
 from srnet.experiments.verbs.config import (
     AttackConfig,
     BenchConfig,
@@ -390,6 +391,24 @@ def bench(models: Iterable[str], config: BenchConfig | None = None, *, out: str 
     from srnet.experiments.verbs.bench import bench as run
 
     return run(list(models), BenchConfig.resolve(config, settings), out=out, overwrite=overwrite)
+
+
+@takes(CompressConfig)
+def compress(
+    model: str, config: CompressConfig | None = None, *, out: str | Path,
+    recipe: str | Path | Recipe | dict | None = None, overrides: list[str] | None = None,
+    resume: bool = False, overwrite: bool = False, dry_run: bool = False,
+    progress: Callable[[str], None] = print, **settings: Any,
+) -> CompressResult:
+    """Turn a fine-tuned model (a run folder, or a Hugging Face folder or id with ``recipe``) into a
+    shrunk, faster one (``srnet compress``): size the cut to this machine, search and recover it
+    against the bias, export, bench, evaluate, attack and gate; write ``<out>/model`` with its card
+    and ``<out>/compress.json``.  ``result.passed`` is false when a gate failed (everything is still
+    written); ``dry_run`` prints the plan and the estimate and trains nothing."""
+    from srnet.experiments.verbs.compress import compress as run
+
+    return run(model, CompressConfig.resolve(config, settings), recipe=recipe, overrides=overrides, out=out,
+               resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
 
 
 def metrics(run: str | Path) -> RunMetrics:

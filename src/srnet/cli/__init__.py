@@ -16,8 +16,8 @@ from srnet.console import end_progress_bars, quiet_libraries
 from srnet.errors import NeedsOption, SrnetError
 
 COMMANDS = (runs.add_info, runs.add_run, runs.add_sweep, runs.add_finetune, results.add_evaluate,
-            results.add_predict, results.add_attack, runs.add_demo, models.add_export, models.add_bench,
-            models.add_transfer, results.add_report, bias.add_bias, masks.add_masks)
+            results.add_predict, results.add_attack, runs.add_demo, models.add_compress, models.add_export,
+            models.add_bench, models.add_transfer, results.add_report, bias.add_bias, masks.add_masks)
 """Every sub-command's parser, in the order of ``srnet --help``."""
 
 

@@ -18,7 +18,13 @@ def _task_names() -> str:
     return TASKS.listing()
 
 
-REGISTRY_NAMES = {"{attacks}": _attack_names, "{tasks}": _task_names}
+def _feature_names() -> str:
+    from srnet.bias.features import FEATURES
+
+    return FEATURES.listing()
+
+
+REGISTRY_NAMES = {"{attacks}": _attack_names, "{tasks}": _task_names, "{features}": _feature_names}
 """Placeholders of help texts -> the registry names they stand for (filled in when help is shown)."""
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -137,7 +137,8 @@ class PredictParams(PredictConfig):
 
 @register_stage("predict")
 class PredictStage(Stage):
-    """A finished run's predictions on one split (a teacher for ``conf_reg``/``rmc``)."""
+    """A finished run's predictions on one split (a teacher for ``conf_reg``/``rmc``); the training
+    split of an evaluation-only run is the stage's own recipe's."""
 
     params_model = PredictParams
 
@@ -147,7 +148,7 @@ class PredictStage(Stage):
     def run(self, recipe: Recipe, params: PredictParams, folder: Path) -> None:
         from srnet.experiments.verbs.split_predictions import predict_run_split
 
-        predict_run_split(params.run, params.split, self.output(folder, params))
+        predict_run_split(params.run, params.split, self.output(folder, params), fallback=recipe)
 
 
 class DifficultyParams(DifficultyConfig):

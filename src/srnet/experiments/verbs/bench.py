@@ -82,10 +82,11 @@ def to_csr(model: nn.Module, masks: Sequence[str] | dict[str, Any]) -> nn.Module
     return model
 
 
-def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate]:
-    """OMP of ``base`` at each sparsity: head+neuron masks shrunk, and unstructured masks baked
-    into dense weights (which dense kernels run at full cost) and, the same weights, multiplied as
-    torch sparse-CSR matrices (PyTorch's sparse kernels; no ONNX export)."""
+def omp_variants(base: Candidate, sparsities: Sequence[float],
+                 granularities: Sequence[str] = ("head+neuron", "unstructured")) -> list[Candidate]:
+    """OMP of ``base`` at each sparsity and granularity: head+neuron masks shrunk, and unstructured
+    masks baked into dense weights (which dense kernels run at full cost) and, the same weights,
+    multiplied as torch sparse-CSR matrices (PyTorch's sparse kernels; no ONNX export)."""
     from srnet.export import bake_masks, shrink_model
     from srnet.pruning import build_method
     from srnet.pruning.config import PruningConfig
@@ -93,7 +94,7 @@ def omp_variants(base: Candidate, sparsities: Sequence[float]) -> list[Candidate
 
     out = []
     for sparsity in sparsities:
-        for granularity in ("head+neuron", "unstructured"):
+        for granularity in granularities:
             model = copy.deepcopy(base.model)
             # one-shot OMP through the pruning lifecycle's verb (the API's prune_ sits above)
             method = build_method(PruningConfig(method="omp", granularity=granularity, sparsity=sparsity), 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from srnet.config import load_run_recipe
+from srnet.config import Recipe, load_run_recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits, write_predictions
@@ -23,16 +23,24 @@ def find_split(recipe, split: str) -> DataSpec:
     for spec in [*( [data.dev] if data.dev else []), *data.eval, *data.challenge]:
         if split_name(spec) == split:
             return spec
-    known = ["train", "dev", *[split_name(s) for s in [*data.eval, *data.challenge]]]
+    known = [name for name in ("train", "dev") if getattr(data, name) is not None]
+    known += [split_name(s) for s in [*data.eval, *data.challenge]]
     raise SrnetError(f"split '{split}' is not in this run's recipe; known splits: {known}")
 
 
-def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None = None) -> Path:
-    """Write ``RUN/predictions/<split>.jsonl`` (or ``output``) from the run's exported model."""
+def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None = None,
+                      fallback: Recipe | None = None) -> Path:
+    """Write ``RUN/predictions/<split>.jsonl`` (or ``output``) from the run's exported model.
+
+    ``fallback`` supplies the split when the run's own recipe lacks it (an evaluation-only run has
+    no training split; a sweep's ``predict`` stage passes its recipe)."""
     run = RunDir(Path(run_dir))
     if not run.model.is_dir():
         raise SrnetError(f"{run.model}: no exported model (is '{run_dir}' a finished srnet run?)")
     recipe = load_run_recipe(run.config)
+    if fallback is not None and split == "train" and recipe.data.train is None:
+        data = recipe.data.model_copy(update={"train": fallback.data.train})
+        recipe = recipe.model_copy(update={"data": data})
     task = get_task(recipe.task)
     spec = find_split(recipe, split)
     examples = load_examples(task, spec, base_dir=data_base_dir(recipe))

@@ -1,0 +1,215 @@
+"""``srnet compress`` on a tiny random BERT: the whole pipeline once (card, reload, gates), resume
+after a lost stage gives the same artifact, ``--dry-run`` trains nothing, the gates fail when they
+should, and every bad input is one line (exit 2) before any training."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard
+
+from conftest import save_tiny_model, tiny_recipe
+from srnet import api
+from srnet.cli import main
+from srnet.errors import SrnetError
+from srnet.experiments.verbs.compress import GATE_FAILED_EXIT, CompressConfig
+from srnet.experiments.verbs.compress_gates import gates
+from srnet.io import file_sha256
+from srnet.rundir import locks
+
+QUIET = {"progress": lambda _: None}
+FAST = dict(attack_n=4, rounds=1, batch=2, length=16)
+
+
+@pytest.fixture(autouse=True)
+def one_thread_workers(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory) -> Path:
+    """A tiny BERT fine-tuned for 12 steps on the synthetic NLI task (a run folder)."""
+    root = tmp_path_factory.mktemp("compress")
+    model = save_tiny_model(root / "tiny")
+    recipe = tiny_recipe(root, model, "ft", training={"max_steps": 12, "eval_every": None})
+    recipe["data"]["train"]["synthetic"]["n"] = 32
+    return api.run(recipe).run_dir
+
+
+@pytest.fixture(scope="module")
+def compressed(finetuned, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "c"
+    return api.compress(str(finetuned), out=out, sparsity=0.5, bias="overlap", **FAST,
+                        overrides=["training.max_steps=4"], **QUIET)
+
+
+def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finetuned):
+    from transformers import AutoModelForSequenceClassification
+
+    out, record = compressed.out, compressed.record
+    assert record["level"] == 0.5 and record["reference"] == "teacher"
+    assert {"dense", "teacher", "student", "shipped"} <= set(record["figures"])
+    # the student really is at its level: half of every layer's heads and neurons, shrunk
+    assert record["figures"]["student"]["sparsity"] == pytest.approx(0.5, abs=0.02)
+    dense = AutoModelForSequenceClassification.from_pretrained(finetuned / "model")
+    small = AutoModelForSequenceClassification.from_pretrained(out / "model", trust_remote_code=True)
+    n_small, n_dense = (sum(p.numel() for p in m.encoder.parameters()) for m in (small.bert, dense.bert))
+    assert n_small < 0.6 * n_dense
+    card = ModelCard.load(out / "model" / "README.md")
+    names = [r.metric_name for r in card.data.eval_results]
+    assert any(n.startswith("compressed (torch): accuracy") for n in names)
+    assert any(n.startswith("original (dense): latency") for n in names)
+    assert any("charswap" in n for n in names)
+    assert "trust_remote_code=True" in card.text
+    # each gate is computed from the figures recorded beside it
+    shipped, ref = record["figures"]["shipped"], record["figures"]["teacher"]
+    by_name = {g["gate"]: g for g in record["gates"]}
+    assert by_name["id"]["passed"] == (shipped["id"] >= ref["id"] - 0.01 - 1e-12)
+    assert record["passed"] == all(g["passed"] for g in record["gates"])
+    assert record["exit_code"] == (0 if record["passed"] else GATE_FAILED_EXIT)
+    assert record["peak_rss_mb"] > 0
+
+
+def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path):
+    import shutil
+
+    out = tmp_path / "c"
+    shutil.copytree(compressed.out, out)
+    before = file_sha256(out / "model" / "model.safetensors")
+    stages = out / "stages"
+    for name in ("student", "export", "shipped", "bench"):  # as if killed during the student stage
+        shutil.rmtree(stages / name)
+    (out / "compress.json").unlink()
+    shutil.rmtree(out / "model")
+    # the recorded sweep names the original folder: move it as a user would not, so rewrite it
+    sweep = (stages / "sweep.yaml").read_text().replace(str(compressed.out), str(out))
+    (stages / "sweep.yaml").write_text(sweep)
+    with pytest.raises(SrnetError, match="holds an unfinished compression"):
+        api.compress(str(compressed.record["model"]), out=out, sparsity=0.5, bias="overlap", **FAST,
+                     overrides=["training.max_steps=4"], **QUIET)
+    again = api.compress(str(compressed.record["model"]), out=out, sparsity=0.5, bias="overlap", **FAST,
+                         overrides=["training.max_steps=4"], resume=True, **QUIET)
+    assert file_sha256(out / "model" / "model.safetensors") == before
+    assert again.record["figures"]["student"]["id"] == compressed.record["figures"]["student"]["id"]
+
+
+def test_a_finished_compression_is_not_replaced_without_overwrite(compressed):
+    with pytest.raises(SrnetError, match="already holds a finished compression"):
+        api.compress(compressed.record["model"], out=compressed.out, sparsity=0.5, **FAST, **QUIET)
+
+
+def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path):
+    lines = []
+    result = api.compress(str(finetuned), out=tmp_path / "c", speedup=1.01, levels=[0.5, 0.75], margin=0.0,
+                          **FAST, dry_run=True, progress=lines.append)
+    assert not (tmp_path / "c").exists()
+    assert result.level in (0.5, 0.75) and result.estimate_s > 0
+    assert any("to run student" in line for line in lines) and "estimate on this machine" in lines[-1]
+
+
+def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
+    from srnet.experiments.verbs.compress import resolve_source, size_to_machine
+
+    config = CompressConfig(speedup=1.01, levels=[0.25, 0.5, 0.75], rounds=3, batch=4, length=32, margin=0.0)
+    sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
+    assert [p["level"] for p in sizing["curve"]] == [0.25, 0.5, 0.75]
+    first = next(p["level"] for p in sizing["curve"] if p["speedup"] >= sizing["needed"])
+    assert sizing["level"] == first
+
+
+FIGURES = {"id_split": "dev", "id": 0.80, "hard": 0.60, "collapsed": [],
+           "challenge": {"hans": {"accuracy": 0.55}}}
+
+
+def figures(**changes) -> dict:
+    return {**FIGURES, **changes}
+
+
+@pytest.mark.parametrize(("shipped", "speedup", "failed"), [
+    (figures(), 2.2, []),
+    (figures(id=0.785), 2.2, ["id"]),                       # more than 1 point of ID lost
+    (figures(hard=0.59), 2.2, ["hard"]),                    # robustness below the reference
+    (figures(challenge={"hans": {"accuracy": 0.50}}), 2.2, ["challenge hans"]),
+    (figures(), 1.9, ["speed"]),                            # the target missed on this machine
+    (figures(collapsed=["hans"]), 2.2, ["collapse"]),       # a collapsed model never passes
+])
+def test_gates_fail_when_they_should(shipped, speedup, failed):
+    config = CompressConfig(speedup=2.0)
+    checked = gates(config, FIGURES, FIGURES, shipped, {"speedup": speedup})
+    assert [g["gate"] for g in checked if not g["passed"]] == failed
+    bad = [g["line"] for g in checked if not g["passed"]]
+    assert all(line.startswith("FAIL ") for line in bad)
+
+
+def test_int8_file_that_loses_accuracy_fails_its_gate():
+    config = CompressConfig(sparsity=0.5, runtime="onnx-int8")
+    checked = gates(config, FIGURES, figures(id=0.83), figures(id=0.815), {"speedup": 2.0})
+    assert [g["gate"] for g in checked if not g["passed"]] == ["int8"]
+
+
+def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
+    if compressed.passed:
+        pytest.skip("the tiny model passed every gate")
+    out = tmp_path / "c"
+    code = main(["compress", str(compressed.record["model"]), "--out", str(out), "--sparsity", "0.5",
+                 "--attack-n", "0", "--rounds", "1", "--batch", "2", "--length", "16",
+                 "--set", "training.max_steps=2"])
+    captured = capsys.readouterr()
+    assert code == GATE_FAILED_EXIT, captured.err[-500:]
+    assert "gate failed:" in captured.err and "FAILED" in captured.out
+    assert json.loads((out / "compress.json").read_text())["passed"] is False
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--speedup", "2", "--sparsity", "0.5"], "give exactly one target"),
+    (["--sparsity", "0.5", "--runtime", "tensorrt"], "--runtime tensorrt: not one of torch, onnx, onnx-int8"),
+    (["--speedup", "80"], "--speedup 80: not reachable on this machine"),
+    (["--sparsity", "0.5", "--bias", "no_such_feature"], "--bias no_such_feature: neither a bias feature"),
+])
+def test_bad_input_is_one_line_before_training(finetuned, tmp_path, capsys, args, message):
+    out = tmp_path / "c"
+    code = main(["compress", str(finetuned), "--out", str(out), "--levels", "0.5", "--rounds", "1",
+                 "--batch", "2", "--length", "16", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (out / "stages").exists()
+
+
+def test_a_bias_file_for_other_data_is_refused(finetuned, tmp_path, capsys):
+    bias = tmp_path / "bias.jsonl"
+    bias.write_text(json.dumps({"id": "nope", "probs": [0.3, 0.3, 0.4]}) + "\n")
+    code = main(["compress", str(finetuned), "--out", str(tmp_path / "c"), "--sparsity", "0.5",
+                 "--bias", str(bias)])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not match the training data" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_family_that_cannot_shrink_is_refused(tiny_model_dirs, tmp_path, capsys):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump(tiny_recipe(tmp_path, "unused", "r")))
+    code = main(["compress", str(tiny_model_dirs("albert")), "--recipe", str(recipe), "--out",
+                 str(tmp_path / "c"), "--sparsity", "0.5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot shrink a 'albert' model" in err and "--quantize int8" in err
+
+
+def test_an_output_folder_in_use_is_refused(finetuned, tmp_path, capsys):
+    out = tmp_path / "c"
+    out.mkdir()
+    lock = locks.acquire(out, ".compress.lock")
+    try:
+        code = main(["compress", str(finetuned), "--out", str(out), "--sparsity", "0.5"])
+    finally:
+        locks.release(out, lock.token, ".compress.lock")
+    err = capsys.readouterr().err
+    assert code == 2 and "in use by" in err
+
+
+def test_api_compress_shows_its_settings():
+    import inspect
+
+    params = inspect.signature(api.compress).parameters
+    assert {"speedup", "sparsity", "runtime", "bias", "max_id_drop", "max_robust_drop"} <= set(params)
