@@ -162,8 +162,10 @@ def test_a_run_at_chance_on_its_id_split_is_flagged(tmp_path):
     block = metrics.id["synthetic_dev"]
     assert block["near_chance"] and block["collapsed"] and block["majority"]["label"] == "entailment"
     from srnet.reporting.render import collapse_warnings
-    (warning,) = collapse_warnings(metrics)
-    assert warning.startswith("COLLAPSED: lost is at chance on ID split synthetic_dev")
+    id_line, challenge_line = collapse_warnings(metrics)  # every collapsed split, ID and challenge
+    assert id_line.startswith("COLLAPSED: lost is at chance on ID split synthetic_dev")
+    assert challenge_line.startswith("COLLAPSED: lost puts 100% of its synthetic_challenge predictions "
+                                     "in one class (entailment)")
 
 
 def test_the_cli_ends_with_the_collapse_line(tmp_path):
@@ -174,8 +176,10 @@ def test_the_cli_ends_with_the_collapse_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "srnet.cli", "run", str(path)], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("COLLAPSED: lost_cli is at chance on ID split synthetic_dev")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("COLLAPSED: ")]
+    assert len(lines) == 2 and done.stdout.strip().splitlines()[-2:] == lines  # once per split, last
+    assert lines[0].startswith("COLLAPSED: lost_cli is at chance on ID split synthetic_dev")
+    assert "its synthetic_challenge predictions in one class" in lines[1]
 
 
 def test_a_timing_checkpoint_the_source_never_saves_is_refused_when_planned(tmp_path, tiny_model_dir):

@@ -328,3 +328,19 @@ def test_the_example_script_runs_offline(setting, tmp_path):
     exported = AutoModelForSequenceClassification.from_pretrained(tmp_path / "example" / "subnetwork")
     weight = exported.bert.encoder.layer[0].output.dense.weight
     assert (weight == 0).float().mean().item() == pytest.approx(0.5, abs=1e-3)
+
+
+def test_a_collapsed_evaluation_is_one_warning_line(setting, tmp_path, caplog):
+    model = AutoModelForSequenceClassification.from_pretrained(setting["model"])
+    with torch.no_grad():
+        model.classifier.bias.copy_(torch.tensor([100.0, 0.0, 0.0]))  # every prediction: entailment
+    trainer = make_trainer(setting, tmp_path / "lost", {"method": "omp", "sparsity": 0.5}, model=model)
+    with caplog.at_level("WARNING", logger="srnet.trainer"):
+        trainer.evaluate()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("COLLAPSED: ")]
+    assert lines == ["COLLAPSED: SrnetTrainer puts 100% of its eval predictions in one class (LABEL_0): "
+                     "its accuracy there is no robustness"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="srnet.trainer"):
+        make_trainer(setting, tmp_path / "fine", {"method": "omp", "sparsity": 0.5}).evaluate()
+    assert not [r for r in caplog.records if r.getMessage().startswith("COLLAPSED: ")]

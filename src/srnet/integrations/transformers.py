@@ -223,6 +223,19 @@ class SrnetTrainer(Trainer):
         self._freeze()
         return super().predict(*args, **kwargs)
 
+    def evaluation_loop(self, *args: Any, **kwargs: Any):
+        """The Trainer's loop; then one ``COLLAPSED:`` warning when one class takes at least
+        :data:`~srnet.evaluation.metrics.COLLAPSE_FRACTION` of the split's predictions (the logits
+        are gathered for it even without ``compute_metrics``)."""
+        if len(args) < 3:
+            kwargs["prediction_loss_only"] = False
+        output = super().evaluation_loop(*args, **kwargs)
+        split = kwargs.get("metric_key_prefix", args[4] if len(args) > 4 else "eval")
+        line = collapse_line(output.predictions, split, self.model.config.id2label)
+        if line is not None:
+            logging.getLogger("srnet.trainer").warning(line)
+        return output
+
     def train(self, *args: Any, **kwargs: Any):
         """The Trainer's ``train``; then the exact masks, and for a learned mask how far it moved
         from its start (``mask_flipped``, ``mask_jaccard`` in the returned metrics; one warning
@@ -430,3 +443,21 @@ def _label_names(model) -> list[str] | None:
     names = [id2label[i] for i in sorted(id2label)]
     return None if generic_label_names(names) else names
 
+
+def collapse_line(predictions: Any, split: str, id2label: dict[int, str]) -> str | None:
+    """``COLLAPSED: ...`` when one class takes at least ``COLLAPSE_FRACTION`` of the argmax
+    predictions (logits, or a tuple whose first item is the logits); else None."""
+    import numpy as np
+
+    from srnet.evaluation.metrics import COLLAPSE_FRACTION
+
+    logits = predictions[0] if isinstance(predictions, tuple) else predictions
+    if logits is None or np.ndim(logits) != 2 or len(logits) == 0:
+        return None
+    counts = np.bincount(np.asarray(logits).argmax(-1), minlength=np.shape(logits)[1])
+    top = int(counts.argmax())
+    share = counts[top] / counts.sum()
+    if share < COLLAPSE_FRACTION:
+        return None
+    return (f"COLLAPSED: SrnetTrainer puts {share:.0%} of its {split} predictions in one class "
+            f"({id2label.get(top, top)}): its accuracy there is no robustness")

@@ -96,8 +96,7 @@ def summary_table(metrics: RunMetrics) -> str:
     ]
     columns = ["split", "kind", "n", "accuracy", "primary"]
     columns += [c for c in ("easy-hard", "shortcut_gap", "f_bias") if any(r[c] is not None for r in rows)]
-    parts = ["  ".join(head), format_table(rows, columns)]
-    parts += [line + "\n" for line in collapse_warnings(metrics)]
+    parts = ["  ".join(head), format_table(rows, columns)]  # collapse lines: printed last, once
     for split, block in metrics.ood.items():
         if block.get("collapse"):
             parts.append(_rules_line(split, block))
@@ -111,12 +110,24 @@ def summary_table(metrics: RunMetrics) -> str:
 
 
 def collapse_warnings(metrics: RunMetrics) -> list[str]:
-    """One line per ID split on which the model collapsed (one class, or accuracy near chance)."""
-    return [f"COLLAPSED: {metrics.run or 'the run'} is at chance on ID split {split} (accuracy "
-            f"{block['accuracy']:.4f}, majority class {block['chance']:.4f}): the model was lost, "
-            "its numbers are no result"
-            for split, block in metrics.id.items()
-            if block.get("collapsed") and "chance" in block]
+    """One ``COLLAPSED:`` line per evaluation split on which the model collapsed: an ID split at
+    chance or in one class, a challenge split with one class taking at least
+    :data:`~srnet.evaluation.metrics.COLLAPSE_FRACTION` of the predictions (the report's flag)."""
+    run = metrics.run or "the run"
+    lines = []
+    for split, block in metrics.id.items():
+        if block.get("collapsed") and "chance" in block:
+            lines.append(f"COLLAPSED: {run} is at chance on ID split {split} (accuracy "
+                         f"{block['accuracy']:.4f}, majority class {block['chance']:.4f}): the model was "
+                         "lost, its numbers are no result")
+    for split, block in metrics.ood.items():
+        if block.get("collapsed"):
+            majority = block.get("majority") or {}
+            share = f"{majority['fraction']:.0%} of" if "fraction" in majority else "nearly all"
+            lines.append(f"COLLAPSED: {run} puts {share} its {split} predictions in one class "
+                         f"({majority.get('label', '?')}): its accuracy and shortcut gap there are no "
+                         "robustness")
+    return lines
 
 
 def _rules_line(split: str, block: Mapping[str, Any]) -> str:
