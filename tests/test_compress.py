@@ -15,12 +15,13 @@ from conftest import save_tiny_model, tiny_recipe
 from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.compress import GATE_FAILED_EXIT, CompressConfig
+from srnet.experiments.verbs.compress import GATE_FAILED_EXIT, CompressConfig, CompressResult
 from srnet.experiments.verbs.compress_gates import gates
 from srnet.io import file_sha256
 from srnet.rundir import locks
 
 QUIET = {"progress": lambda _: None}
+BIAS = "hypothesis_bow"
 FAST = dict(attack_n=4, rounds=1, batch=2, length=16)
 
 
@@ -39,11 +40,26 @@ def finetuned(tmp_path_factory) -> Path:
     return api.run(recipe).run_dir
 
 
+def data_recipe() -> dict:
+    """The data the compression trains and scores on (32 training pairs, 4 steps per stage)."""
+    base = tiny_recipe("unused", "unused", "x", training={"max_steps": 4, "eval_every": None})
+    del base["name"], base["output_dir"], base["model"]
+    base["data"]["train"]["synthetic"]["n"] = 32
+    return base
+
+
 @pytest.fixture(scope="module")
-def compressed(finetuned, tmp_path_factory):
-    out = tmp_path_factory.mktemp("out") / "c"
-    return api.compress(str(finetuned), out=out, sparsity=0.5, bias="overlap", **FAST,
-                        overrides=["training.max_steps=4"], **QUIET)
+def compressed(finetuned, tmp_path_factory) -> CompressResult:
+    """The fine-tuned model compressed by the sweep's ``compress`` stage (the verb the CLI and the
+    API run), with the stage's recipe as its data: 4 training steps per trained stage."""
+    root = tmp_path_factory.mktemp("out")
+    base = data_recipe()
+    sweep = {"name": "s", "output_dir": str(root / "sweep"), "base": base, "stages": {
+        "small": {"kind": "compress", "with": {"model": str(finetuned), "sparsity": 0.5, "bias": BIAS,
+                                               **FAST}}}}
+    (root / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    (job,) = api.sweep(root / "sweep.yaml", **QUIET).jobs
+    return CompressResult(job.folder, 0.5, record=json.loads((job.folder / "compress.json").read_text()))
 
 
 def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finetuned):
@@ -88,10 +104,10 @@ def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path)
     sweep = (stages / "sweep.yaml").read_text().replace(str(compressed.out), str(out))
     (stages / "sweep.yaml").write_text(sweep)
     with pytest.raises(SrnetError, match="holds an unfinished compression"):
-        api.compress(str(compressed.record["model"]), out=out, sparsity=0.5, bias="overlap", **FAST,
-                     overrides=["training.max_steps=4"], **QUIET)
-    again = api.compress(str(compressed.record["model"]), out=out, sparsity=0.5, bias="overlap", **FAST,
-                         overrides=["training.max_steps=4"], resume=True, **QUIET)
+        api.compress(compressed.record["model"], out=out, sparsity=0.5, bias=BIAS, **FAST,
+                     recipe=data_recipe(), **QUIET)
+    again = api.compress(compressed.record["model"], out=out, sparsity=0.5, bias=BIAS, **FAST,
+                         recipe=data_recipe(), resume=True, **QUIET)
     assert file_sha256(out / "model" / "model.safetensors") == before
     assert again.record["figures"]["student"]["id"] == compressed.record["figures"]["student"]["id"]
 
@@ -151,12 +167,20 @@ def test_int8_file_that_loses_accuracy_fails_its_gate():
 
 
 def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
+    import shutil
+
     if compressed.passed:
         pytest.skip("the tiny model passed every gate")
     out = tmp_path / "c"
+    shutil.copytree(compressed.out, out)
+    (out / "compress.json").unlink()  # killed after the last stage: --resume only scores and gates
+    sweep = (out / "stages" / "sweep.yaml").read_text().replace(str(compressed.out), str(out))
+    (out / "stages" / "sweep.yaml").write_text(sweep)
+    recipe = tmp_path / "data.yaml"
+    recipe.write_text(yaml.safe_dump(data_recipe()))
     code = main(["compress", str(compressed.record["model"]), "--out", str(out), "--sparsity", "0.5",
-                 "--attack-n", "0", "--rounds", "1", "--batch", "2", "--length", "16",
-                 "--set", "training.max_steps=2"])
+                 "--bias", BIAS, "--attack-n", "4", "--rounds", "1", "--batch", "2", "--length", "16",
+                 "--recipe", str(recipe), "--resume"])
     captured = capsys.readouterr()
     assert code == GATE_FAILED_EXIT, captured.err[-500:]
     assert "gate failed:" in captured.err and "FAILED" in captured.out

@@ -23,6 +23,8 @@ export      ``srnet export`` of a run: its masks    the export folder (``<folder
             baked in, optionally shrunk, with ONNX  run is recorded in ``<folder>/export.json``)
 bench       ``srnet bench`` of several models (a    the result file (``<folder>/bench.json``)
             *gathering* stage: once per sweep)
+compress    ``srnet compress`` of a fine-tuned      the compressed model (``<folder>/model``; the
+            model, the stage's recipe as its data   gates in ``<folder>/compress.json``)
 =========== ======================================= ============================================
 
 A *gathering* stage (``gathers = True``: ``bench``) runs once for the whole sweep, after every
@@ -42,6 +44,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
+from srnet.experiments.verbs.compress import CompressConfig
 from srnet.experiments.verbs.config import (
     AttackConfig,
     AttackSettings,
@@ -342,3 +345,28 @@ class BenchStage(Stage):
         from srnet.experiments.verbs.bench import bench
 
         bench(params.models, params, out=self.output(folder, params), overwrite=True)  # its own file
+
+
+class CompressParams(CompressConfig):
+    model: str = Field(description="the fine-tuned model: a run folder or '@stage', or a Hugging Face "
+                       "folder or id")
+
+
+@register_stage("compress")
+class CompressStage(Stage):
+    """``srnet compress`` of ``model`` with the stage's recipe as its data (a run folder's own recipe
+    is not used): sized, trained, exported, gated and carded in ``<folder>``; a failed gate is
+    recorded in ``compress.json`` (``passed``), not a failed stage."""
+
+    params_model = CompressParams
+
+    def output(self, folder: Path, params: CompressParams) -> Path:
+        return folder / "model"
+
+    def run(self, recipe: Recipe, params: CompressParams, folder: Path) -> None:
+        from srnet.experiments.verbs.compress import RESULT_FILE, compress
+
+        if (folder / RESULT_FILE).is_file():  # killed after the result was written
+            return
+        config = CompressConfig(**params.model_dump(exclude={"model"}))
+        compress(params.model, config, recipe=recipe, out=folder, resume=True)
