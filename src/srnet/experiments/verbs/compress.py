@@ -363,11 +363,18 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
             "tags.paradigm": "structured",
         },
     }
-    if config.attack_n:
+    attack_split = id_split(source)
+    if config.attack_n and attack_split is not None:
         runs = ["@dense", *(["@teacher"] if debias else []), "@student"]
         stages["attack"] = {
             "kind": "attack",
-            "with": {"runs": runs, "attacks": ["charswap"], "n": config.attack_n, "seed": 0},
+            "with": {
+                "runs": runs,
+                "attacks": ["charswap"],
+                "split": attack_split,
+                "n": config.attack_n,
+                "seed": 0,
+            },
         }
     stages["bench"] = {
         "kind": "bench",
@@ -385,6 +392,17 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
     if "bias.feature" in base_set:
         base["bias"] = {**(base.get("bias") or {}), "feature": base_set["bias.feature"]}
     return {"name": "compress", "output_dir": str(out / "stages"), "base": base, "stages": stages, "grid": {}}
+
+
+def id_split(source: Source) -> str | None:
+    """The split the attack runs on: ``dev``, else the first eval split (None without either)."""
+    from srnet.config import recipe_from_dict
+    from srnet.tasks import split_name
+
+    data = recipe_from_dict({**source.recipe, "name": "compress"}).data
+    if data.dev is not None:
+        return "dev"
+    return split_name(data.eval[0]) if data.eval else None
 
 
 def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConfig) -> dict[str, float]:
@@ -450,7 +468,7 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
         "total_s": train_s + predict_s + eval_s + attack_s + bench_s,
         "step_s": step_s,
         "forward_s": forward_s,
-        "train_steps": len(trained) * epochs * steps_per_epoch,
+        "train_steps": int(len(trained) * epochs * steps_per_epoch),
     }
 
 
