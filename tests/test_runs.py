@@ -127,8 +127,15 @@ def test_rmc_pipeline_difficulty_from_runs_at_two_sparsities(tmp_path, tiny_mode
         paths.append(str(tmp_path / name))
     (tmp_path / "r.yaml").write_text(json.dumps(recipe(tmp_path, tiny_model_dir, "rmc")))
     out = tmp_path / "difficulty.jsonl"
+    # the tiny random members are at chance: refused in one line unless allowed
+    capsys.readouterr()
     assert main(["bias", "difficulty", str(tmp_path / "r.yaml"), "--predictions", *paths,
-                 "--alpha", "0.3", "--out", str(out)]) == 0
+                 "--alpha", "0.3", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"member {paths[0]} collapsed on synthetic_dev" in err
+    assert not out.exists()
+    assert main(["bias", "difficulty", str(tmp_path / "r.yaml"), "--predictions", *paths,
+                 "--alpha", "0.3", "--out", str(out), "--allow-collapsed"]) == 0
     rows = [json.loads(line) for line in out.open()]
     values = [r["difficulty"] for r in rows]
     assert len(rows) == 48 and min(values) == pytest.approx(0.3) and max(values) == pytest.approx(1.0)

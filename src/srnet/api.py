@@ -201,8 +201,9 @@ def difficulty(
     (``srnet bias difficulty``); returns the written file."""
     from srnet.experiments.verbs.bias_fit import write_training_difficulty
 
-    alpha = DifficultyConfig.resolve(config, settings).alpha
-    return write_training_difficulty(as_recipe(recipe, overrides), predictions, alpha, out)
+    resolved = DifficultyConfig.resolve(config, settings)
+    return write_training_difficulty(as_recipe(recipe, overrides), predictions, resolved.alpha, out,
+                                     allow_collapsed=resolved.allow_collapsed)
 
 
 @takes(PredictConfig)

@@ -170,7 +170,8 @@ class DifficultyStage(Stage):
     def run(self, recipe: Recipe, params: DifficultyParams, folder: Path) -> None:
         from srnet.experiments.verbs.bias_fit import write_training_difficulty
 
-        write_training_difficulty(recipe, params.runs, params.alpha, self.output(folder, params))
+        write_training_difficulty(recipe, params.runs, params.alpha, self.output(folder, params),
+                                  allow_collapsed=params.allow_collapsed)
 
 
 class TicketParams(NoParams):
