@@ -274,3 +274,21 @@ def test_every_command_handler_calls_the_python_api():
         adders = [name for name, value in vars(importlib.import_module(handler.__module__)).items()
                   if name.startswith("add_") and callable(value)]
         assert adders, f"{handler.__name__}: no parser beside it in {handler.__module__}"
+
+
+def test_predict_output_never_replaces_a_file_it_did_not_create(capsys, tmp_path, tiny_model_dir):
+    from conftest import tiny_recipe
+    from srnet import api
+
+    run = api.run(tiny_recipe(tmp_path, tiny_model_dir, "r")).run_dir
+    record = (run / "metrics.json").read_bytes()
+    for extra in ([], ["--overwrite"]):
+        own = str(run / "metrics.json")
+        assert main(["predict", str(run), "--split", "dev", "--output", own, *extra]) == 2
+    assert "a run's own record" in capsys.readouterr().err
+    other = tmp_path / "notes.txt"
+    other.write_text("mine")
+    assert main(["predict", str(run), "--split", "dev", "--output", str(other)]) == 2
+    assert "already exists; pass --overwrite" in capsys.readouterr().err and other.read_text() == "mine"
+    assert main(["predict", str(run), "--split", "dev", "--output", str(other), "--overwrite"]) == 0
+    assert (run / "metrics.json").read_bytes() == record

@@ -11,6 +11,7 @@ from torch.nn.utils import parametrize
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from conftest import save_tiny_model
+from srnet import api
 from srnet.errors import SrnetError
 from srnet.export import EXPORT_INFO_FILENAME, bake_masks, export_model
 from srnet.models import find_prunable
@@ -319,3 +320,18 @@ def test_export_checks_its_folder_and_mask_file_before_any_model_loads(tmp_path,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not an srnet mask file" in err
     assert not (tmp_path / "new").exists()
+
+
+def test_export_never_replaces_a_run_or_its_own_input(tmp_path, tiny_model_dir):
+    from conftest import tiny_recipe
+
+    run = api.run(tiny_recipe(tmp_path, tiny_model_dir, "r", pruning={"method": "omp", "sparsity": 0.5}))
+    other = api.run(tiny_recipe(tmp_path, tiny_model_dir, "other"))
+    masks = run.run_dir / "masks.safetensors"
+    for out, message in ((run.run_dir, "is an srnet run folder"), (other.run_dir, "is an srnet run folder"),
+                         ("", "give a folder name")):
+        with pytest.raises(SrnetError, match=message):
+            api.export_masked(None, masks, out, overwrite=True)
+    with pytest.raises(SrnetError, match="holds this export's own input"):
+        api.export_masked(str(other.run_dir), masks, tmp_path, overwrite=True)
+    assert (run.run_dir / "metrics.json").is_file() and (other.run_dir / "metrics.json").is_file()

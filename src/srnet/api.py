@@ -208,8 +208,9 @@ def difficulty(
 
 @takes(PredictConfig)
 def predict(run: str | Path, config: PredictConfig | None = None, *, output: str | Path | None = None,
-            plugins: Iterable[str] = (), **settings: Any) -> Path:
+            overwrite: bool = False, plugins: Iterable[str] = (), **settings: Any) -> Path:
     """Write a finished run's predictions on one of its splits (``srnet predict``); returns the file.
+    An existing ``output`` is replaced only with ``overwrite``, and never a run's own record files.
 
     ``plugins`` (modules or ``.py`` paths) are imported first: the ones the run's ``config.yaml``
     records must be among them (or installed entry points), since a run folder's are never imported.
@@ -217,6 +218,13 @@ def predict(run: str | Path, config: PredictConfig | None = None, *, output: str
     from srnet.experiments.verbs.split_predictions import predict_run_split
 
     split = PredictConfig.resolve(config, settings).split
+    if output is not None:
+        from srnet.export.checkpoint import RUN_MARKERS
+        from srnet.io import check_new_file
+
+        if Path(output).name in (*RUN_MARKERS, "environment.json", "log.jsonl") and Path(output).is_file():
+            raise SrnetError(f"--output {output}: a run's own record; predictions never replace it")
+        check_new_file(output, overwrite, "--output")
     load_plugins(plugins)
     return predict_run_split(run, split, output)
 

@@ -35,7 +35,9 @@ def add_predict(sub) -> None:
     p = sub.add_parser("predict", help="write a finished run's predictions on one of its splits")
     p.add_argument("run_dir")
     add_config_flags(p, PredictConfig)
-    p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl)")
+    p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl); an "
+                   "existing file needs --overwrite, and a run's own record is never replaced")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     plugins_flag(p)
     p.set_defaults(func=cmd_predict)
 
@@ -44,7 +46,8 @@ def cmd_predict(args) -> int:
     from srnet.api import predict
 
     settings = config_values(args, PredictConfig)
-    path = predict(args.run_dir, output=args.output, plugins=args.plugins, **settings)
+    path = predict(args.run_dir, output=args.output, overwrite=args.overwrite, plugins=args.plugins,
+                   **settings)
     print(f"wrote {path}")
     return 0
 

@@ -40,13 +40,24 @@ SHIPPED_FILES = (WEIGHTS_FILENAME, ONNX_FILENAME, INT8_FILENAME)
 # are imported where a shrunk model is made or loaded, not with this module.
 
 
+RUN_MARKERS = ("metrics.json", "config.yaml", "stage.json", "sweep.yaml")
+"""Files that mark a folder an export must never replace: a run's record, a sweep's."""
+
+
 def check_export_folder(out_dir: str | Path, overwrite: bool) -> Path:
     """``out_dir`` as a Path, refused when it is a file, or a non-empty folder without ``overwrite``."""
+    if not str(out_dir).strip():
+        raise SrnetError("export folder '': give a folder name")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise SrnetError(f"export folder {out} exists and is not a folder")
+    if out.resolve() == Path.cwd().resolve():
+        raise SrnetError(f"export folder {out} is the working directory; give a new folder")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise SrnetError(f"export folder {out} is not empty (pass overwrite to replace it)")
+    if any((out / marker).is_file() for marker in RUN_MARKERS):
+        raise SrnetError(f"export folder {out} is an srnet run folder; an export never replaces a run "
+                         "(give another folder)")
     return out
 
 

@@ -30,6 +30,12 @@ def export_run(
     from srnet.sparsity.mask_io import check_fit, load_masks
 
     check_export_folder(out, overwrite)  # what can be checked without the model, before it loads
+    target = Path(out).resolve()
+    for source in (masks, model):
+        if source is not None and Path(source).exists() and target in [Path(source).resolve(),
+                                                                        *Path(source).resolve().parents]:
+            raise SrnetError(f"export folder {out} holds this export's own input {source}; give another "
+                             "folder")
     if config.onnx:
         require_onnx()
     loaded, meta = load_masks(masks)
