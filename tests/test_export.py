@@ -335,3 +335,25 @@ def test_export_never_replaces_a_run_or_its_own_input(tmp_path, tiny_model_dir):
     with pytest.raises(SrnetError, match="holds this export's own input"):
         api.export_masked(str(other.run_dir), masks, tmp_path, overwrite=True)
     assert (run.run_dir / "metrics.json").is_file() and (other.run_dir / "metrics.json").is_file()
+
+
+def test_a_changed_weights_file_is_refused_before_torch_reads_it(tmp_path, tiny_model_dir):
+    from conftest import tiny_recipe
+    from srnet import load_model
+
+    run = api.run(tiny_recipe(tmp_path, tiny_model_dir, "r", pruning={"method": "omp", "sparsity": 0.5}))
+    out = api.export_masked(None, run.run_dir / "masks.safetensors", tmp_path / "exp")
+    load_model(out)  # untouched: loads
+    weights = out / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    for load in (lambda: load_model(out),
+                 lambda: api.evaluate(str(out), tiny_recipe(tmp_path, "unused", "ev"))):
+        with pytest.raises(SrnetError, match=r"model.safetensors: SHA-256 .* differs"):
+            load()
+    info = json.loads((out / "srnet_export.json").read_text())
+    info["sha256"] = ["not", "a", "mapping"]
+    (out / "srnet_export.json").write_text(json.dumps(info))
+    with pytest.raises(SrnetError, match="'sha256' must map file names to SHA-256 strings"):
+        load_model(out)

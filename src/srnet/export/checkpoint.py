@@ -27,7 +27,14 @@ from srnet.export.bake import (
     parametrized_modules,
 )
 from srnet.export.card import CARD_FILENAME, model_card
-from srnet.export.onnx import INT8_FILENAME, ONNX_FILENAME, check_quantize, export_onnx, require_onnx
+from srnet.export.onnx import (
+    INT8_FILENAME,
+    ONNX_FILENAME,
+    check_quantize,
+    check_weights_digest,
+    export_onnx,
+    require_onnx,
+)
 from srnet.io import atomic_folder, atomic_write_json, file_sha256
 from srnet.models.loading import quiet_transformers
 from srnet.sparsity.mask_io import MaskMetadata
@@ -182,6 +189,7 @@ def load_model(path: str | Path) -> nn.Module:
     weights_file = folder / WEIGHTS_FILENAME
     if not weights_file.is_file():
         raise SrnetError(f"{folder}: no model.safetensors (sharded exports are not supported)")
+    check_weights_digest(folder)
     with quiet_transformers():
         config = AutoConfig.from_pretrained(folder)
         model = AutoModelForSequenceClassification.from_config(config, trust_remote_code=False)

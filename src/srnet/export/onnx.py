@@ -291,11 +291,37 @@ def _read_shipped(folder: Path, name: str, info: Mapping[str, Any]) -> GraphFile
         log.warning("%s: %s records no SHA-256 (an export older than srnet's checksums); using the "
                     "file unchecked (re-export to record one)", path, EXPORT_INFO_FILENAME)
         return GraphFile(data, path, digest)
-    expected = (info[DIGESTS_KEY] or {}).get(name)
+    expected = recorded_digests(info, folder).get(name)
     if digest != expected:
         raise SrnetError(f"{path}: SHA-256 {digest[:16]}... differs from the {str(expected)[:16]}... "
                          f"that {EXPORT_INFO_FILENAME} records (changed after export); re-export the model")
     return GraphFile(data, path, digest, checked=True)
+
+
+def recorded_digests(info: Mapping[str, Any], folder: Path) -> dict[str, str]:
+    """The file -> SHA-256 map an ``srnet_export.json`` records; one line when it is malformed."""
+    digests = info.get(DIGESTS_KEY) or {}
+    if not isinstance(digests, dict) or not all(isinstance(v, str) for v in digests.values()):
+        raise SrnetError(f"{folder / EXPORT_INFO_FILENAME}: '{DIGESTS_KEY}' must map file names to "
+                         "SHA-256 strings; re-export the model")
+    return digests
+
+
+def check_weights_digest(folder: str | Path) -> None:
+    """``folder/model.safetensors`` checked against the SHA-256 its ``srnet_export.json`` records
+    before PyTorch loads it: a changed file is one line naming it.  Nothing to check where the
+    folder is no srnet export, or an export older than srnet's checksums."""
+    folder = Path(folder)
+    if not (folder / EXPORT_INFO_FILENAME).is_file():
+        return
+    expected = recorded_digests(_export_info(folder), folder).get(WEIGHTS_FILENAME)
+    path = folder / WEIGHTS_FILENAME
+    if expected is None or not path.is_file():
+        return
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != expected:
+        raise SrnetError(f"{path}: SHA-256 {digest[:16]}... differs from the {expected[:16]}... that "
+                         f"{EXPORT_INFO_FILENAME} records (changed after export); re-export the model")
 
 
 def graph_session(graph: GraphFile, threads: int | None = None):
