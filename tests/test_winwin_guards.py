@@ -230,3 +230,13 @@ def test_results_recorded_before_the_flag_are_marked_from_their_confusion(tmp_pa
     (run / "metrics.json").write_text(json.dumps(metrics))
     [group] = group_runs(cohorts([load_run(run)])[0])
     assert collapsed_runs(group, "synthetic_challenge") == " †1/1"
+
+
+def test_an_unmoved_auto_mask_is_not_told_to_use_auto(tmp_path, tiny_model_dir, caplog):
+    short = recipe(tmp_path, tiny_model_dir, "short_auto", training={"max_steps": 1},
+                   pruning={"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": "auto"}})
+    with caplog.at_level(logging.WARNING, logger="srnet"):
+        result = api.run(short)
+    assert result.metrics.as_json()["mask_movement"]["moved"] is False  # one step cannot move it
+    line = next(r.getMessage() for r in caplog.records if "did not move" in r.getMessage())
+    assert "mask_lr: auto is already in use" in line and "or use mask_lr: auto" not in line

@@ -112,8 +112,11 @@ def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, mas
         return
     movement = metrics["mask_movement"] = mask_movement(start, masks)
     entry = {"event": "mask_movement", "flipped": movement["flipped"], "jaccard": movement["jaccard"]}
-    warning = unmoved_warning(recipe.name, method.start_name, movement,
-                              "pruning.params.mask_lr (or use mask_lr: auto)")
+    auto = getattr(recipe.pruning.params, "mask_lr", None) == "auto"
+    fix = ("pruning.params.mask_reach or the number of steps (mask_lr: auto is already in use, and on "
+           "a short schedule its cap keeps the mask near its start)" if auto
+           else "pruning.params.mask_lr (or use mask_lr: auto)")
+    warning = unmoved_warning(recipe.name, method.start_name, movement, fix)
     if warning is not None:
         entry["warning"] = warning
         logging.getLogger("srnet.run").warning(warning)
