@@ -286,3 +286,20 @@ def test_attack_stage_hands_the_encoder_and_its_cache_to_the_next_run(nli_run, t
     assert rows(second) == rows(first)  # the same model attacked through the cache: the same outcomes
     summaries = [json.loads((r / "attack" / "wordswap.json").read_text()) for r in (first, second)]
     assert summaries[0]["resources"] == summaries[1]["resources"]
+
+
+def test_an_attack_refuses_an_out_folder_another_attack_is_writing(capsys, nli_run, tmp_path):
+    from srnet.rundir import locks
+
+    out = tmp_path / "shared_out"
+    held = locks.acquire(out, ".charswap.lock")  # another process's attack of the same name
+    try:
+        code, _, err = _cli(capsys, "attack", str(nli_run / "runs" / "ft"), "--attack", "charswap",
+                            "--n", "2", "--out", str(out))
+    finally:
+        locks.release(out, held.token, ".charswap.lock")
+    assert code == 2 and "another srnet attack 'charswap' is writing there" in err
+    assert not (out / "charswap.json").exists()
+    code, _, err = _cli(capsys, "attack", str(nli_run / "runs" / "ft"), "--attack", "charswap", "--n", "2",
+                        "--out", "")
+    assert code == 2 and "--out '': give a folder" in err

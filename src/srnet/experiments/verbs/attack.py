@@ -11,6 +11,8 @@ as failed (``rescore_rejected``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +29,10 @@ from srnet.experiments.run.data import data_base_dir
 from srnet.experiments.verbs.attack_examples import write_examples
 from srnet.experiments.verbs.config import AttackConfig
 from srnet.experiments.verbs.split_predictions import find_split
-from srnet.export.onnx import require_onnx, runtime_graphs, runtime_model
+from srnet.export.onnx import check_weights_digest, require_onnx, runtime_graphs, runtime_model
 from srnet.io import atomic_write_json, atomic_write_jsonl, refuse_existing
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
+from srnet.rundir import locks
 from srnet.rundir.layout import RunDir
 from srnet.tasks import get_task, label_space, load_examples, split_name
 from srnet.tasks.base import Example
@@ -76,6 +79,8 @@ def attack_run(
         if not is_run:
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
         out = run.root / "attack"
+    if not str(out).strip():
+        raise SrnetError("--out '': give a folder for the results")
     attacker = build_attack(attack, config.params, **(resources or {}))
     if recipe.evaluation.runtime != "torch":
         require_onnx()  # before any data or model loads
@@ -83,48 +88,62 @@ def attack_run(
     attacker.ready(task, data_base_dir(recipe))  # lexicons and judge checked before the victim loads
     spec = find_split(recipe, split)
     chosen, attacked = _examples_to_attack(recipe, task, spec, n, seed)
-    for suffix in (".json", ".jsonl"):
-        refuse_existing(Path(out) / f"{attack}{suffix}", overwrite)
+    with holding(Path(out), attack):  # two attacks never write one result set
+        for suffix in (".json", ".jsonl"):  # checked under the lock, before the model loads
+            refuse_existing(Path(out) / f"{attack}{suffix}", overwrite)
+        source = str(run.model) if is_run else model
+        check_weights_digest(source)
+        graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
+        tokenizer = load_tokenizer(source)
+        net = load_classifier(source, task.labels).to(default_device()).eval()
+        attacker.prepare(net, tokenizer)
+        victim_model, runtime = runtime_model(net, recipe.evaluation.runtime, graphs)  # e.g. an INT8 graph
+        space = label_space(task, spec)
+        victim = Victim(victim_model, tokenizer, recipe.model.max_length,
+                        collapse=lambda p: space.collapse(p, task.labels))
 
-    source = str(run.model) if is_run else model
-    graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
-    tokenizer = load_tokenizer(source)
-    net = load_classifier(source, task.labels).to(default_device()).eval()
-    attacker.prepare(net, tokenizer)
-    victim_model, runtime = runtime_model(net, recipe.evaluation.runtime, graphs)  # e.g. an INT8 graph
-    space = label_space(task, spec)
-    victim = Victim(
-        victim_model, tokenizer, recipe.model.max_length, collapse=lambda p: space.collapse(p, task.labels)
-    )
+        started = time.perf_counter()
+        outcomes = [
+            attacker.attack(victim, (ex.text_a, ex.text_b), ex.label, np.random.default_rng([seed, i]))
+            for i, ex in tqdm(list(zip(chosen, attacked, strict=True)), desc=f"attack {attack}", leave=False)
+        ]
+        elapsed = time.perf_counter() - started
+        rejected = _rescore(victim_model, tokenizer, attacked, outcomes, recipe, task.labels, space)
 
-    started = time.perf_counter()
-    outcomes = [
-        attacker.attack(victim, (ex.text_a, ex.text_b), ex.label, np.random.default_rng([seed, i]))
-        for i, ex in tqdm(list(zip(chosen, attacked, strict=True)), desc=f"attack {attack}", leave=False)
-    ]
-    elapsed = time.perf_counter() - started
-    rejected = _rescore(victim_model, tokenizer, attacked, outcomes, recipe, task.labels, space)
+        summary = {
+            "attack": attack,
+            "params": attacker.params.model_dump(),
+            **({"resources": built} if (built := attacker.resources()) else {}),
+            "model": source,
+            **({"runtime": runtime} if runtime is not None else {}),
+            "task": task.name,
+            "split": split_name(spec),
+            "seed": seed,
+            **attack_metrics(outcomes),
+            "survivors": [ex.id for ex, o in zip(attacked, outcomes, strict=True) if o.result == "failed"],
+            "rescore_rejected": rejected,
+            **attacker.report(),
+            "model_evaluations": victim.evaluated,
+            "time_s": round(elapsed, 1),
+            "queries_per_s": round(victim.queries / elapsed, 1) if elapsed > 0 else None,
+        }
+        report = _write_results(Path(out), summary, attacked, outcomes, space.names, config.examples)
+        report.shared = attacker.shared()
+        return report
 
-    summary = {
-        "attack": attack,
-        "params": attacker.params.model_dump(),
-        **({"resources": built} if (built := attacker.resources()) else {}),
-        "model": source,
-        **({"runtime": runtime} if runtime is not None else {}),
-        "task": task.name,
-        "split": split_name(spec),
-        "seed": seed,
-        **attack_metrics(outcomes),
-        "survivors": [ex.id for ex, o in zip(attacked, outcomes, strict=True) if o.result == "failed"],
-        "rescore_rejected": rejected,
-        **attacker.report(),
-        "model_evaluations": victim.evaluated,
-        "time_s": round(elapsed, 1),
-        "queries_per_s": round(victim.queries / elapsed, 1) if elapsed > 0 else None,
-    }
-    report = _write_results(Path(out), summary, attacked, outcomes, space.names, config.examples)
-    report.shared = attacker.shared()
-    return report
+
+@contextmanager
+def holding(out: Path, attack: str) -> Iterator[None]:
+    """``out``'s lock for ``attack`` while the block runs; one line when another process holds it."""
+    name = f".{attack}.lock"
+    lock = locks.acquire(out, name)
+    if lock.token is None:
+        raise SrnetError(f"{out}: another srnet attack '{attack}' is writing there ({lock.note}); wait "
+                         "for it to end, or give another --out")
+    try:
+        yield
+    finally:
+        locks.release(out, lock.token, name)
 
 
 def _examples_to_attack(recipe: Recipe, task, spec, n: int | None, seed: int) -> tuple[list[int], list]:
