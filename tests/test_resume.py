@@ -127,6 +127,8 @@ FOREIGN = [
     (STATE, lambda state: {**state, "step": "4"}, r"\(state \{"),
     (STATE, lambda state: [state], r"\(state is a list\)"),
     (STATE, lambda state: '{"step": 4', r"\(unreadable: "),
+    (STATE, lambda state: {**state, "step": 99}, r"step 99 is beyond this schedule's \d+ steps"),
+    (STATE, lambda state: {**state, "step": 0}, r"step 0 is behind its own scheduler's 4 steps"),
 ]
 
 

@@ -399,6 +399,7 @@ class Trainer:
             self._restore(saved, state)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as exc:
             raise _unresumable(path, "foreign or partial", exc) from None
+        self._check_resumed_step(self.last_dir / TRAINER_STATE if state is not None else path)
         self._log({"event": "resume", "step": self.state.step})
 
     def _saved_state(self) -> TrainState | None:
@@ -426,6 +427,17 @@ class Trainer:
             self.method.load_state_dict(saved["method"])
         set_rng_state(saved["rng"])
         self.state = state
+
+    def _check_resumed_step(self, path: Path) -> None:
+        """The restored step within this schedule and not behind the restored scheduler's count."""
+        step = self.state.step
+        scheduled = getattr(getattr(self.scheduler, "scheduler", self.scheduler), "last_epoch", None)
+        if step > self.steps:
+            raise _unresumable(path, "foreign or partial", ValueError(
+                f"step {step} is beyond this schedule's {self.steps} steps"))
+        if isinstance(scheduled, int) and scheduled > step:  # fp16 skips make it lag, never lead
+            raise _unresumable(path, "foreign or partial", ValueError(
+                f"step {step} is behind its own scheduler's {scheduled} steps"))
 
     def _learning_rates(self) -> dict[str, float]:
         """The scheduled lr of the weights (``lr``, when any train) and of the mask parameters
