@@ -397,3 +397,27 @@ def test_csr_model_gives_the_unstructured_model_s_logits(tiny_model_dirs):
     with torch.inference_mode():
         expected = baked(input_ids=ids).logits
         assert torch.allclose(csr(input_ids=ids).logits, expected, atol=1e-5)
+
+
+def test_an_evaluated_shrunk_export_is_labelled_from_its_own_record(tmp_path, tiny_model_dir):
+    from conftest import tiny_recipe
+    from srnet.reporting.runs import run_labels
+
+    pruning = {"method": "omp", "sparsity": 0.5, "granularity": "head+neuron"}
+    base = tiny_recipe(tmp_path, tiny_model_dir, "r", pruning=pruning, bias={"feature": "hypothesis_bow"})
+    api.fit_bias(base, tmp_path / "bias")
+    run = api.run({**base, "loss": {"name": "reweight"}, "bias_dir": str(tmp_path / "bias")})
+    out = api.export_masked(None, run.run_dir / "masks.safetensors", tmp_path / "exp", shrink=True)
+    evaluation = api.evaluate(str(out), tiny_recipe(tmp_path, "unused", "ev"))
+    sparsity = evaluation.metrics.sparsity
+    assert sparsity.measured_from == "export" and sparsity.overall == pytest.approx(0.5, abs=0.02)
+    assert sparsity.export == {"method": "omp", "loss": "reweight", "granularity": "head+neuron",
+                               "shrunk": True}
+    labels = run_labels(yaml_recipe(evaluation.run_dir), sparsity)
+    assert (labels["method"], labels["loss"], labels["sparsity"]) == ("subnetwork", "reweight", 0.5)
+
+
+def yaml_recipe(run_dir) -> dict:
+    import yaml
+
+    return yaml.safe_load((run_dir / "config.yaml").read_text())

@@ -117,6 +117,9 @@ def export_model(
         "sparsity": sparsity,
         "per_matrix": per_matrix,
     }
+    if recipe is not None:  # what an evaluation of this export is labelled with (never its zeros)
+        info["trained"] = {"loss": (recipe.get("loss") or {}).get("name"),
+                           "method": (recipe.get("pruning") or {}).get("method")}
     if shrink:
         from srnet.export.shrink import KEPT_KEY, SHAPES_KEY, shrink_model
 

@@ -261,9 +261,11 @@ def run_labels(recipe: dict[str, Any], measured: SparsityRecord | None = None,
     zeros = float(measured.overall or 0.0) if measured is not None else 0.0
     if method == DENSE and zeros >= MEASURED_ZEROS:
         method, sparsity = SUBNETWORK, round(zeros, 2)
+    exported = getattr(measured, "export", None) if measured is not None else None
+    trained_loss = exported.get("loss") if isinstance(exported, dict) else None  # an evaluated export's
     labels: dict[str, Any] = {
         "method": method,
-        "loss": tags.pop("loss", None) or (recipe.get("loss") or {}).get("name", "ce"),
+        "loss": tags.pop("loss", None) or trained_loss or (recipe.get("loss") or {}).get("name", "ce"),
         "paradigm": tags.pop("paradigm", "-"),
         "sparsity": 0.0 if method == DENSE else sparsity,
     }

@@ -8,6 +8,7 @@ import logging
 import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -94,11 +95,15 @@ def mask_metadata(recipe: Recipe, method: PruningMethod, source: str, model: nn.
     )
 
 
-def sparsity_block(masks: Masks | None, target: float, model: nn.Module) -> dict:
-    """Sparsity of the applied masks; without masks, the measured zeros of the prunable weights
-    (so evaluating an exported subnetwork reports its real sparsity)."""
+def sparsity_block(masks: Masks | None, target: float, model: nn.Module, source: str | None = None) -> dict:
+    """Sparsity of the applied masks; without masks, an srnet export's own record (``source``: a
+    shrunk export has no zeros left to count) with what it was trained with, else the measured
+    zeros of the prunable weights (so evaluating a pruned model reports its real sparsity)."""
     if masks:
         return {**sparsity_table(masks).as_dict(), "target": target, "measured_from": "masks"}
+    recorded = export_record(source)
+    if recorded is not None:
+        return recorded
     zeros = {w.name: w.module.weight.detach() != 0 for w in find_prunable(model, DEFAULT_ROLES)}
     return {**sparsity_table(zeros).as_dict(), "target": None, "measured_from": "weights"}
 
@@ -122,3 +127,27 @@ def record_mask_movement(recipe: Recipe, run: RunDir, method: PruningMethod, mas
         logging.getLogger("srnet.run").warning(warning)
     with run.log.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(entry) + "\n")
+
+
+def export_record(source: str | None) -> dict | None:
+    """The sparsity block of an evaluated srnet export, from its ``srnet_export.json``: the masked
+    weights' sparsity it records, its method, granularity, whether it was shrunk, and the loss it
+    was trained with; None when ``source`` is not an export that records a sparsity."""
+    from srnet.export import EXPORT_INFO_FILENAME
+
+    path = Path(source) / EXPORT_INFO_FILENAME if source else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("sparsity"), int | float):
+        return None
+    masks = info.get("masks") if isinstance(info.get("masks"), dict) else {}
+    trained = info.get("trained") if isinstance(info.get("trained"), dict) else {}
+    per_matrix = info.get("per_matrix") if isinstance(info.get("per_matrix"), dict) else None
+    return {"overall": float(info["sparsity"]), "per_matrix": per_matrix,
+            "target": masks.get("target_sparsity"), "measured_from": "export",
+            "export": {"method": masks.get("method") or trained.get("method"), "loss": trained.get("loss"),
+                       "granularity": masks.get("granularity"), "shrunk": bool(info.get("shrunk"))}}

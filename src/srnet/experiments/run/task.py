@@ -133,7 +133,8 @@ class TaskRun(RunKind):
             for name, block in metrics[kind].items():
                 if data.skipped.get(name):
                     block["skipped_no_gold_label"] = data.skipped[name]
-        metrics["sparsity"] = sparsity_block(masks, recipe.pruning.sparsity, baked)
+        evaluated_only = ready.source if data.train is None else None  # a trained model is its own
+        metrics["sparsity"] = sparsity_block(masks, recipe.pruning.sparsity, baked, evaluated_only)
         if recipe.dense_reference:
             metrics["f_bias"] = f_bias_block(metrics, Path(recipe.dense_reference))
         return finish_run(Outcome(recipe, run, method, ready.source, model, baked, masks, tokenizer,
