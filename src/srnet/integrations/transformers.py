@@ -160,7 +160,7 @@ class SrnetTrainer(Trainer):
         """One line when the model was loaded (``from_pretrained``) from an SrnetTrainer checkpoint
         and is to be masked anew: its weights hold that run's masks baked in, not the masks."""
         source = str(getattr(self.model.config, "_name_or_path", "") or "")
-        if source and self.method.name != "dense" and (Path(source) / STATE_FILE).is_file():
+        if source and self.method.masks_weights and (Path(source) / STATE_FILE).is_file():
             raise SrnetError(f"{source}: an SrnetTrainer checkpoint, its masks baked into the weights; "
                              f"train(resume_from_checkpoint='{source}') restores them exactly (or prune "
                              "its export, or the base model)")
@@ -308,7 +308,7 @@ class SrnetTrainer(Trainer):
         if (folder / METHOD_FILE).is_file() or (folder / MASKS_FILE).is_file():
             raise SrnetError(f"{folder}: an interrupted SrnetTrainer checkpoint (no {STATE_FILE}), its masks "
                              "cannot be restored; use an earlier checkpoint")
-        if self.method.name == "dense":
+        if not self.method.masks_weights:
             return False
         raise SrnetError(f"{folder}: no {STATE_FILE}, so the masks of pruning '{self.method.name}' cannot be "
                          "restored from it (not a whole SrnetTrainer checkpoint)")

@@ -62,6 +62,9 @@ class PruningMethod(ABC):
     """The method's own settings: the ``pruning.params`` section of a recipe that names it."""
     groups_ok: ClassVar[bool] = True
     """Whether the method can gate heads/neurons (a structured ``granularity``)."""
+    masks_weights: ClassVar[bool] = True
+    """Whether the method puts masks on the model at all (``dense`` does not): callers ask this,
+    never the method's name."""
     params: MethodParams
     """``cfg.params``: an instance of :attr:`params_model` (subclasses narrow the type)."""
 

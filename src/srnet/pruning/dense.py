@@ -14,6 +14,8 @@ class Dense(OneShotMethod):
     """Masks nothing; every weight trains (only the heads with ``freeze_weights``).  Its mask set
     is empty and its sparsity is 0."""
 
+    masks_weights = False
+
     def select(self, model: nn.Module) -> list[PrunableWeight]:
         return []
 

@@ -81,7 +81,7 @@ class TaskRun(RunKind):
         set_seed(recipe.seed)
         init_from = recipe.model.init_from
         source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
-        graphs = scored_graphs(recipe, source, data)  # their SHA-256 checked before the model loads
+        graphs = scored_graphs(recipe, method, source, data)  # their SHA-256 checked before the model loads
         check_weights_digest(source)  # an export's model.safetensors too, before PyTorch reads it
         tokenizer = load_tokenizer(source, recipe.model.max_length)
         model = load_classifier(source, task.labels)
@@ -141,11 +141,11 @@ class TaskRun(RunKind):
                                   metrics, started))
 
 
-def scored_graphs(recipe: Recipe, source: str, data: RunData) -> dict[str, GraphFile]:
+def scored_graphs(recipe: Recipe, method: PruningMethod, source: str, data: RunData) -> dict[str, GraphFile]:
     """The ONNX graphs ``evaluation.runtime`` scores when ``source`` is an srnet export that ships
     them and the run neither trains nor prunes it (:func:`srnet.export.onnx.shipped_graphs`);
     otherwise none, and the graph is built in memory from the evaluated model."""
-    if data.train is not None or recipe.pruning.method != "dense":
+    if data.train is not None or method.masks_weights:
         return {}
     return runtime_graphs(source, recipe.evaluation.runtime)
 
