@@ -179,12 +179,16 @@ def finish(
         "stages": outputs,
         "bias": config.bias,
     }
-    if sizing["curve"]:
-        speed_figure(sizing, config, out / "speed_curve.png")
     copy_model(Path(outputs["export"]), out / "model")
+    if sizing["curve"]:
+        speed_figure(sizing, config, out / "model" / SPEED_FIGURE)
     atomic_write_text(out / "model" / "README.md", compress_card(record))
     atomic_write_json(out / RESULT_FILE, record)
     return record
+
+
+SPEED_FIGURE = "speed_curve.png"
+"""The sizing curve, beside the model its card describes."""
 
 
 def speed_figure(sizing: dict[str, Any], config: CompressConfig, path: Path) -> None:
@@ -329,6 +333,8 @@ def compress_card(record: dict[str, Any]) -> str:
         lines.append(
             f"| {label} | " + " | ".join(cells) + f" | {'' if latency is None else f'{latency:.1f}'} |"
         )
+    if record["sizing"]["curve"]:
+        lines += ["", f"![measured speed-up of each timed level on this machine]({SPEED_FIGURE})"]
     lines += [
         "",
         "## Gates",
