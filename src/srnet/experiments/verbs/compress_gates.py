@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from srnet.evaluation.metrics import COLLAPSE_FRACTION
 from srnet.experiments.verbs.compress import (
     GATE_FAILED_EXIT,
     RECIPE_NAME,
@@ -123,8 +124,8 @@ def gates(
             "passed": not collapsed,
             "value": collapsed,
             "threshold": [],
-            "line": f"{'PASS' if not collapsed else 'FAIL'} collapse: one class takes >= 90% of the "
-            f"predictions on {', '.join(collapsed) if collapsed else 'no split'}",
+            "line": f"{'PASS' if not collapsed else 'FAIL'} collapse (one class >= {COLLAPSE_FRACTION:.0%} "
+            f"of the predictions, or ID at chance): {', '.join(collapsed) if collapsed else 'no split'}",
         }
     )
     return out
