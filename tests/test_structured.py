@@ -15,6 +15,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from srnet import api, load_model
 from srnet.errors import SrnetError
 from srnet.export import EXPORT_INFO_FILENAME, shrink_model
+from srnet.io import file_sha256
 from srnet.models import find_groups
 from srnet.pruning import FixedMaskMethod, PruningConfig, build_method
 from srnet.sparsity.fingerprint import model_fingerprint
@@ -325,6 +326,11 @@ def test_load_model_names_the_first_mismatching_tensor(tiny_model_dirs, tmp_path
     key = "bert.encoder.layer.0.attention.self.key.weight"
     state[key] = torch.zeros(32, 32)
     save_file(state, out / "model.safetensors")
+    with pytest.raises(SrnetError, match=r"model.safetensors: SHA-256 .* differs"):  # changed after export
+        load_model(out)
+    info = json.loads((out / "srnet_export.json").read_text())  # as if exported so: the digest agrees
+    info["sha256"]["model.safetensors"] = file_sha256(out / "model.safetensors")
+    (out / "srnet_export.json").write_text(json.dumps(info))
     with pytest.raises(SrnetError, match=rf"weight '{key}' has shape \(32, 32\) but the export's metadata"):
         load_model(out)
 

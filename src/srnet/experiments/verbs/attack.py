@@ -88,12 +88,12 @@ def attack_run(
     attacker.ready(task, data_base_dir(recipe))  # lexicons and judge checked before the victim loads
     spec = find_split(recipe, split)
     chosen, attacked = _examples_to_attack(recipe, task, spec, n, seed)
+    source = str(run.model) if is_run else model
+    check_weights_digest(source)
+    graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
     with holding(Path(out), attack):  # two attacks never write one result set
         for suffix in (".json", ".jsonl"):  # checked under the lock, before the model loads
             refuse_existing(Path(out) / f"{attack}{suffix}", overwrite)
-        source = str(run.model) if is_run else model
-        check_weights_digest(source)
-        graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
         tokenizer = load_tokenizer(source)
         net = load_classifier(source, task.labels).to(default_device()).eval()
         attacker.prepare(net, tokenizer)
@@ -134,8 +134,9 @@ def attack_run(
 
 @contextmanager
 def holding(out: Path, attack: str) -> Iterator[None]:
-    """``out``'s lock for ``attack`` while the block runs; one line when another process holds it."""
-    name = f".{attack}.lock"
+    """``out``'s lock for ``attack`` while the block runs; one line when another process holds it.
+    A folder the lock created is removed again when the block leaves it empty."""
+    name, created = f".{attack}.lock", not out.exists()
     lock = locks.acquire(out, name)
     if lock.token is None:
         raise SrnetError(f"{out}: another srnet attack '{attack}' is writing there ({lock.note}); wait "
@@ -144,6 +145,8 @@ def holding(out: Path, attack: str) -> Iterator[None]:
         yield
     finally:
         locks.release(out, lock.token, name)
+        if created and out.is_dir() and not any(out.iterdir()):  # a failed attack leaves nothing
+            out.rmdir()
 
 
 def _examples_to_attack(recipe: Recipe, task, spec, n: int | None, seed: int) -> tuple[list[int], list]:
