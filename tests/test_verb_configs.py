@@ -111,3 +111,21 @@ def test_stage_keys_hold_at_the_configs_defaults():
     params = {"models": ["m"], **BenchConfig().model_dump()}
     assert "omp" not in key_params(stage, params)
     assert key_params(stage, {**params, "omp": [0.5]})["omp"] == [0.5]
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"n": "5"}, "--n 5: Input should be a valid integer"),
+    ({"n": True}, "--n True: Input should be a valid integer"),
+    ({"seed": -5}, "--seed -5: Input should be greater than or equal to 0"),
+])
+def test_attack_counts_are_integers_not_coerced(settings, message):
+    with pytest.raises(SrnetError, match=message):
+        AttackConfig.resolve(None, {"attack": "charswap", **settings})
+
+
+def test_one_plugin_name_as_a_string_is_one_module(tmp_path):
+    from srnet.plugins import load_plugins
+
+    module = tmp_path / "one_plugin_module.py"
+    module.write_text("LOADED = True\n")
+    load_plugins(str(module))  # not 'o', 'n', 'e', ...

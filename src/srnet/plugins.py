@@ -36,9 +36,10 @@ _entry_points_loaded = False
 
 
 def load_plugins(names: Iterable[str] = ()) -> None:
-    """Import the installed ``srnet.plugins`` entry points (once) and the modules ``names``."""
+    """Import the installed ``srnet.plugins`` entry points (once) and the modules ``names`` (one
+    name as a plain string is one module, never its characters)."""
     load_entry_points()
-    for name in names:
+    for name in [names] if isinstance(names, str | Path) else names:
         load_plugin(name)
 
 

@@ -119,9 +119,10 @@ class AttackSettings(VerbConfig):
     """What every attack of ``srnet attack`` and of the sweep's ``attack`` stage shares."""
 
     split: str = Field("dev", description="dev, or the name of an eval/challenge split")
-    n: int | None = Field(None, ge=1, description="examples to attack, drawn with --seed (default: the "
-                          "whole split)")
-    seed: int = Field(0, description="seed of the subset and of the attacks' random choices")
+    n: int | None = Field(None, ge=1, strict=True, description="examples to attack, drawn with --seed "
+                          "(default: the whole split)")
+    seed: int = Field(0, ge=0, strict=True,
+                      description="seed of the subset and of the attacks' random choices")
     examples: int = Field(0, ge=0, json_schema_extra={"metavar": "N"},
                           description="also write <out>/<attack>_examples.md: the first N successes, "
                           "changed words marked")
