@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -96,8 +96,6 @@ class CompressConfig(VerbConfig):
     max_id_drop: float = Field(1.0, ge=0, description="ID-accuracy gate: points below the reference")
     max_robust_drop: float = Field(0.0, ge=0, description="hard / challenge gate: points below the reference")
     attack_n: int = Field(200, ge=0, description="dev examples attacked with charswap (0: no attack)")
-
-    non_semantic: ClassVar[tuple[str, ...]] = ()
 
     @field_validator("runtime")
     @classmethod

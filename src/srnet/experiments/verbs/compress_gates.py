@@ -240,67 +240,26 @@ def compress_card(record: dict[str, Any]) -> str:
     if int8:
         rows.append(("compressed INT8 (as shipped)", figures["shipped"], speed["compressed_ms"]))
     results = []
+
+    def metric(dataset: str, kind: str, name: str, value: float, digits: int = 4) -> None:
+        results.append(EvalResult(task_type="text-classification", dataset_type=dataset, dataset_name=dataset,
+                                  metric_type=kind, metric_name=name, metric_value=round(value, digits)))
+
     for label, f, latency in rows:
-        task = {
-            "task_type": "text-classification",
-            "dataset_type": f["id_split"],
-            "dataset_name": f["id_split"],
-        }
-        results.append(
-            EvalResult(
-                **task,
-                metric_type="accuracy",
-                metric_name=f"{label}: accuracy",
-                metric_value=round(f["id"], 4),
-            )
-        )
+        split = f["id_split"]
+        metric(split, "accuracy", f"{label}: accuracy", f["id"])
         if f.get("hard") is not None:
-            results.append(
-                EvalResult(
-                    **task,
-                    metric_type="accuracy",
-                    metric_name=f"{label}: hard accuracy",
-                    metric_value=round(f["hard"], 4),
-                )
-            )
+            metric(split, "accuracy", f"{label}: hard accuracy", f["hard"])
         for name, scores in f["challenge"].items():
-            challenge = {"task_type": "text-classification", "dataset_type": name, "dataset_name": name}
-            results.append(
-                EvalResult(
-                    **challenge,
-                    metric_type="accuracy",
-                    metric_name=f"{label}: accuracy",
-                    metric_value=round(scores["accuracy"], 4),
-                )
-            )
+            metric(name, "accuracy", f"{label}: accuracy", scores["accuracy"])
             if scores.get("gap") is not None:
-                results.append(
-                    EvalResult(
-                        **challenge,
-                        metric_type="shortcut_gap",
-                        metric_name=f"{label}: shortcut gap",
-                        metric_value=round(scores["gap"], 4),
-                    )
-                )
+                metric(name, "shortcut_gap", f"{label}: shortcut gap", scores["gap"])
         if f.get("charswap_aua") is not None:
-            results.append(
-                EvalResult(
-                    **task,
-                    metric_type="accuracy_under_attack",
-                    metric_name=f"{label}: charswap accuracy under attack",
-                    metric_value=round(f["charswap_aua"], 4),
-                )
-            )
+            aua = f["charswap_aua"]
+            metric(split, "accuracy_under_attack", f"{label}: charswap accuracy under attack", aua)
         if latency is not None:
-            results.append(
-                EvalResult(
-                    **task,
-                    metric_type="latency_ms",
-                    metric_name=f"{label}: latency (ms, batch {speed['batch']} x "
-                    f"{speed['length']}, {speed['threads']} thread(s), {speed['cpu']})",
-                    metric_value=round(latency, 2),
-                )
-            )
+            metric(split, "latency_ms", f"{label}: latency (ms, batch {speed['batch']} x {speed['length']}, "
+                   f"{speed['threads']} thread(s), {speed['cpu']})", latency, digits=2)
     data = ModelCardData(
         library_name="transformers",
         pipeline_tag="text-classification",
