@@ -77,6 +77,19 @@ def test_grid_expands_and_shared_stages_are_planned_once(tmp_path):
     assert [j.key for j in other.jobs] == order
 
 
+def test_a_stage_listed_earlier_runs_as_soon_as_its_inputs_exist(tmp_path):
+    """Plan order is the file's order, each stage after its inputs: a long control listed last
+    waits behind the pair listed first even though its inputs were ready sooner."""
+    stages = {"ft": {"kind": "train"},
+              "pair": {"kind": "train", "set": {"model.init_from": "@ft", "pruning.method": "omp"}},
+              "pair_control": {"kind": "train", "set": {"model.init_from": "@ft", "training.max_steps": 3}},
+              "long_control": {"kind": "train", "set": {"training.max_steps": 4}}}
+    result = api.sweep(sweep_file(tmp_path, "m", stages, {"seed": [1, 2]}), dry_run=True,
+                       progress=lambda _: None)
+    assert [(job.name, job.grid["seed"]) for job in result.jobs] == [
+        (name, seed) for seed in (1, 2) for name in stages]
+
+
 def test_a_sweep_result_prints_as_one_line(tmp_path):
     """``print(api.sweep(...))`` shows counts, not every job's recipe (issue 41)."""
     result = api.sweep(sweep_file(tmp_path, "m", STUDY, {"seed": [1, 2]}), dry_run=True,

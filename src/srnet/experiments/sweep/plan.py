@@ -274,7 +274,8 @@ def _known_key(model: type[BaseModel], parts: list[str]) -> bool:
 
 
 def _stage_order(sweep: SweepFile, source: str) -> list[str]:
-    """Stage names, each after the stages it references; unknown names and cycles are errors."""
+    """Stage names, each after the stages it references, otherwise in the file's order (a stage
+    listed earlier runs as soon as its inputs exist); unknown names and cycles are errors."""
     needs: dict[str, set[str]] = {}
     for name, spec in sweep.stages.items():
         own = [v for k, v in sweep.grid.items() if _grid_target(k, sweep)[0] in (None, name)]
@@ -284,11 +285,11 @@ def _stage_order(sweep: SweepFile, source: str) -> list[str]:
                              f"(stages: {list(sweep.stages)})")
     order: list[str] = []
     while len(order) < len(needs):
-        ready = [n for n in needs if n not in order and needs[n] <= set(order)]
-        if not ready:
+        ready = next((n for n in needs if n not in order and needs[n] <= set(order)), None)
+        if ready is None:
             stuck = [n for n in needs if n not in order]
             raise SrnetError(f"{source}: stages {stuck} refer to each other in a cycle")
-        order += ready
+        order.append(ready)
     return order
 
 
