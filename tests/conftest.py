@@ -64,6 +64,18 @@ TINY_SIZES = {
     "electra": {**BERT_SIZES, "embedding_size": 16},
     "albert": {**BERT_SIZES, "embedding_size": 16},
 }
+BERT_IDS = {"pad_token_id": 0, "cls_token_id": 101, "sep_token_id": 102,  # the bundled vocabulary's
+            "bos_token_id": 101, "eos_token_id": 102}
+DEBERTA_V3 = {"relative_attention": True, "pos_att_type": ["p2c", "c2p"], "share_att_key": False,
+              "position_buckets": 16, "norm_rel_ebd": "layer_norm"}
+FAMILY_MODELS = {  # test id -> (model_type, tiny_config arguments): a tiny model of every family entry
+    "bert": ("bert", {}), "roberta": ("roberta", {}), "xlm-roberta": ("xlm-roberta", {}),
+    "camembert": ("camembert", {}), "electra": ("electra", {}), "distilbert": ("distilbert", {}),
+    "deberta-v2": ("deberta-v2", {}),
+    "deberta-v3": ("deberta-v2", DEBERTA_V3),  # + the relative-position key and query projections
+    "mpnet": ("mpnet", {}), "albert": ("albert", {}),
+    "modernbert": ("modernbert", BERT_IDS),  # fused Wqkv, GLU Wi
+}
 _LAYERS = {"distilbert": "n_layers"}
 _HEADS = {"distilbert": "n_heads"}
 _DROPOUTS = {"distilbert": ("dropout", "attention_dropout")}

@@ -8,33 +8,44 @@ where such models once ran and reported 50% while masking only the classifier.""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from conftest import save_tiny_model, tiny_classifier, tiny_recipe
+from conftest import BERT_IDS, FAMILY_MODELS, save_tiny_model, tiny_classifier, tiny_recipe
 from srnet import api
 from srnet.errors import SrnetError
 from srnet.evaluation.predict import predict_logits
 from srnet.experiments.run import task as run_module
-from srnet.models import BLOCK_ROLES, ENCODER_ROLES, classify_weight, encoder_blocks
-from srnet.models import SUPPORTED_FAMILIES as SHRINKS
+from srnet.models import (
+    BLOCK_ROLES,
+    ENCODER_ROLES,
+    FAMILIES,
+    classify_weight,
+    encoder_blocks,
+    find_groups,
+    shrinkable,
+)
 from srnet.tasks import generate_synthetic
 
-BERT_IDS = {"pad_token_id": 0, "cls_token_id": 101, "sep_token_id": 102,  # the bundled vocabulary's
-            "bos_token_id": 101, "eos_token_id": 102}
-DEBERTA_V3 = {"relative_attention": True, "pos_att_type": ["p2c", "c2p"], "share_att_key": False,
-              "position_buckets": 16, "norm_rel_ebd": "layer_norm"}
-FAMILIES = {  # test id -> (model_type, config, encoder matrices)
-    "deberta-v2": ("deberta-v2", {}, 12),  # 2 layers x Q, K, V, attention output, FFN in, FFN out
-    "deberta-v3": ("deberta-v2", DEBERTA_V3, 16),  # + the relative-position key and query
-    "mpnet": ("mpnet", {}, 12),
-    "xlm-roberta": ("xlm-roberta", {}, 12),
-    "albert": ("albert", {}, 6),  # one layer, shared by both
-    "modernbert": ("modernbert", BERT_IDS, 8),  # 2 layers x Wqkv, attention Wo, Wi, FFN Wo
+MATRICES = {  # test id -> encoder matrices of its tiny model (2 layers)
+    "deberta-v2": 12,  # 2 layers x Q, K, V, attention output, FFN in, FFN out
+    "deberta-v3": 16,  # + the relative-position key and query
+    "mpnet": 12,
+    "xlm-roberta": 12,
+    "albert": 6,  # one layer, shared by both
+    "modernbert": 8,  # 2 layers x Wqkv, attention Wo, Wi, FFN Wo
 }
-STRUCTURED = [f for f in FAMILIES if f != "modernbert"]
+STRUCTURED = sorted(MATRICES)
 
 
 def encoder_matrices(model: nn.Module) -> list[str]:
@@ -42,11 +53,11 @@ def encoder_matrices(model: nn.Module) -> list[str]:
             for n, m in block.named_modules() if isinstance(m, nn.Linear)]
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("family", sorted(MATRICES))
 @pytest.mark.parametrize("method", ["mask_train", "omp"])
 def test_a_covered_family_masks_every_encoder_matrix_to_the_target_and_exports(tmp_path, monkeypatch,
                                                                                family, method):
-    model_type, config, count = FAMILIES[family]
+    (model_type, config), count = FAMILY_MODELS[family], MATRICES[family]
     dev = generate_synthetic("dev", 8, seed=0)
     masked_logits = []
     check = run_module.check_baked_model
@@ -99,14 +110,16 @@ def test_a_layout_srnet_cannot_cover_is_refused_before_training(tmp_path, case):
 
 
 @pytest.mark.parametrize("family", STRUCTURED)
-def test_a_covered_family_prunes_whole_heads_and_neurons_and_refuses_only_to_shrink(tmp_path, family):
-    """Head/neuron masks need only the six encoder roles and a head count in the config, so the
-    covered families prune structurally too (every layer loses half its heads and neurons; ALBERT's
-    shared layer once); a shrunk export needs srnet's shrunk class for the family and is refused in
-    one line without one."""
+def test_a_covered_family_prunes_whole_heads_and_neurons_and_shrinks_or_refuses_in_one_line(tmp_path, family):
+    """Head/neuron masks need the encoder roles and a head count, so every covered family prunes
+    structurally (every layer loses half its heads and neurons; ALBERT's shared layer once; a
+    ModernBERT head is its rows in each of Wqkv's Q, K and V parts, a neuron both halves of its GLU
+    Wi).  A family whose entry names a shrunk class shrinks: the shrunk export gives the masked
+    model's logits, reloaded by plain transformers in a process that never imports srnet, and its
+    ONNX and INT8 graphs export; the others (MPNet, ALBERT) are refused in one line."""
     from srnet.sparsity.mask_io import load_masks
 
-    model_type, config, _ = FAMILIES[family]
+    model_type, config = FAMILY_MODELS[family]
     model_dir = save_tiny_model(tmp_path / "model", model_type, **config)
     recipe = tiny_recipe(tmp_path, model_dir, f"{family}_hn", training={"mixed_precision": "no"},
                          pruning={"method": "omp", "granularity": "head+neuron", "sparsity": 0.5})
@@ -117,26 +130,118 @@ def test_a_covered_family_prunes_whole_heads_and_neurons_and_refuses_only_to_shr
     assert all(int((~gate).sum()) == gate.numel() // 2 for gate in masks.values())
     out = api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "plain")  # zeros, full size
     assert (out / "model.safetensors").is_file()
-    if model_type not in SHRINKS:
+    if model_type not in shrinkable():
         with pytest.raises(SrnetError, match=rf"cannot shrink a {model_type} model: srnet has shrunk"):
             api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "shrunk", shrink=True)
         assert not (tmp_path / "shrunk").exists()
+        return
+    onnx = find_spec("onnxruntime") is not None and find_spec("onnx") is not None
+    shrunk = api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "shrunk", shrink=True,
+                               onnx=onnx, quantize="int8" if onnx else None)
+    info = json.loads((shrunk / "srnet_export.json").read_text())
+    assert info["shrunk"]["parameters"] < info["shrunk"]["dense_parameters"]
+    if onnx:
+        assert info["onnx"]["check"]["max_abs_diff"] <= 1e-4 and (shrunk / "model.int8.onnx").is_file()
+    assert_reloads_without_srnet(shrunk, run_dir / "model", tmp_path)
 
 
-def test_a_fused_family_refuses_heads_neurons_and_shrinking_in_one_line(tmp_path):
-    """ModernBERT's fused Wqkv (and GLU Wi) keep a head's rows apart: head/neuron masks are refused
-    before the run folder, and so is shrinking its (unstructured) masks."""
-    model_dir = save_tiny_model(tmp_path / "model", "modernbert", **BERT_IDS)
-    recipe = tiny_recipe(tmp_path / "runs", model_dir, "hn",
-                         pruning={"method": "omp", "granularity": "head", "sparsity": 0.5})
-    with pytest.raises(SrnetError, match=r"structured masks \(heads, neurons\) are not supported for "
-                                         r"'modernbert' models: its fused Wqkv matrix") as info:
-        api.run(recipe)
+def assert_reloads_without_srnet(shrunk: Path, masked: Path, tmp_path: Path) -> None:
+    """``shrunk``, loaded with ``trust_remote_code=True`` in a fresh process that never imports
+    srnet, gives the logits of the masked export ``masked`` (1e-5) on random token ids."""
+    ids = torch.randint(1000, 2000, (3, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = AutoModelForSequenceClassification.from_pretrained(masked).eval()(input_ids=ids).logits
+    torch.save(ids, tmp_path / "ids.pt")
+    script = (
+        "import sys, torch\n"
+        "from transformers import AutoModelForSequenceClassification\n"
+        f"model = AutoModelForSequenceClassification.from_pretrained({str(shrunk)!r},\n"
+        "                                                           trust_remote_code=True)\n"
+        f"ids = torch.load({str(tmp_path / 'ids.pt')!r})\n"
+        "with torch.no_grad():\n"
+        f"    torch.save(model.eval()(input_ids=ids).logits, {str(tmp_path / 'logits.pt')!r})\n"
+        "assert not any(name == 'srnet' or name.startswith('srnet.') for name in sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
+    torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, rtol=0, atol=1e-5)
+
+
+def test_every_family_entry_has_a_tiny_model_in_the_tests():
+    """A new entry in the family table is not silently untested: conftest's FAMILY_MODELS makes
+    a tiny model of each, and the matrices above run them."""
+    assert {model_type for model_type, _ in FAMILY_MODELS.values()} == set(FAMILIES.names())
+    assert set(MATRICES) | {"bert", "roberta", "distilbert", "electra", "camembert"} == set(FAMILY_MODELS)
+
+
+def test_a_fused_matrix_whose_head_count_does_not_divide_is_one_line():
+    model = tiny_classifier("modernbert", **BERT_IDS)
+    model.config.num_attention_heads = 5  # Wqkv: 96 rows, not 3 parts of 5 heads
+    with pytest.raises(SrnetError, match=r"its Wqkv has 96 rows, not 3 part\(s\) of 5 heads") as info:
+        find_groups(model, ["head"])
     assert "\n" not in str(info.value)
-    assert not (tmp_path / "runs" / "hn").exists()
-    recipe = tiny_recipe(tmp_path / "runs", model_dir, "omp", training={"mixed_precision": "no"},
-                         pruning={"method": "omp", "sparsity": 0.5})
-    run_dir = api.run(recipe).run_dir
-    with pytest.raises(SrnetError, match=r"cannot shrink a modernbert model: srnet has shrunk classes"):
-        api.export_masked(None, run_dir / "masks.safetensors", tmp_path / "shrunk", shrink=True)
-    assert not (tmp_path / "shrunk").exists()
+
+
+class ToyBlock(nn.Module):
+    """A transformer block named as no built-in family names its matrices."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.att_q, self.att_k, self.att_v, self.att_o = (nn.Linear(8, 8) for _ in range(4))
+        self.up, self.down = nn.Linear(8, 16), nn.Linear(16, 8)
+
+
+class ToyEncoder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.config = SimpleNamespace(model_type="toy-encoder", heads=2)
+        self.blocks = nn.ModuleList(ToyBlock() for _ in range(2))
+
+
+def test_a_family_added_from_outside_is_one_entry():
+    """One ``register_family`` call (no srnet file edited) makes a new layout's matrices take roles,
+    its heads and neurons group, its coverage check pass, and puts it in the docs' table."""
+    from srnet.models import Family, check_encoder_coverage, family_of, find_prunable, register_family
+    from srnet.models.families import family_table
+
+    model = ToyEncoder()
+    with pytest.raises(SrnetError, match="this toy-encoder model cannot be masked in full"):
+        check_encoder_coverage(model, ENCODER_ROLES)
+    with FAMILIES.scoped():
+        register_family(Family("toy-encoder", "Toy", r"(^|\.)blocks\.(?P<layer>\d+)\.",
+                               {"query": "att_q", "key": "att_k", "value": "att_v", "attn_out": "att_o",
+                                "ffn_in": "up", "ffn_out": "down"}, heads_key="heads"))
+        assert family_of("toy-encoder").label == "Toy"
+        check_encoder_coverage(model, ENCODER_ROLES)
+        assert classify_weight("blocks.1.att_o") == ("attn_out", 1)
+        assert len(find_prunable(model, ENCODER_ROLES)) == 12
+        groups = {g.name: g for g in find_groups(model, ["head", "neuron"])}
+        assert {n: g.count for n, g in groups.items()} == {"blocks.0.heads": 2, "blocks.0.neurons": 16,
+                                                            "blocks.1.heads": 2, "blocks.1.neurons": 16}
+        assert [m.width for m in groups["blocks.0.heads"].members] == [4, 4, 4, 4]
+        assert "| `toy-encoder` | Toy | `blocks.N` |" in family_table()
+    assert family_of("toy-encoder") is None and "toy-encoder" not in family_table()
+
+
+BAD_ENTRIES = {  # a family entry that cannot be -> its one-line refusal
+    "role-matches-nothing": ({"ffn_in": "mlp.up"},
+                             r"model family 'bert': role 'ffn_in' \(module path 'mlp\.up'\) matches no "
+                             r"module of this model; fix the entry"),
+    "unknown-role": ({"gate": "x"}, r"model family 'bert': unknown role 'gate'"),
+    "no-layer-group": ({}, r"its layer pattern '\\.layer\\.' has no \(\?P<layer>\.\.\.\) group"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ENTRIES))
+def test_a_bad_family_entry_is_one_line_before_training(tmp_path, tiny_model_dir, case):
+    from srnet.models import Family, register_family
+
+    change, message = BAD_ENTRIES[case]
+    bert = FAMILIES["bert"]
+    layer = r"\.layer\." if case == "no-layer-group" else bert.layer
+    with FAMILIES.scoped(), pytest.raises(SrnetError, match=message) as info:
+        FAMILIES.remove("bert")
+        register_family(Family("bert", "BERT", layer, {**bert.roles, **change}))
+        api.run(tiny_recipe(tmp_path / "runs", tiny_model_dir, "bad",
+                            pruning={"method": "omp", "sparsity": 0.5}))
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "runs" / "bad").exists()

@@ -89,13 +89,19 @@ def test_generic_head_of_another_size_is_replaced(tmp_path):
     assert load_classifier(str(path), ["no", "yes"]).config.num_labels == 2
 
 
-def test_structure_imports_nothing_from_loading():
-    """Roles, groups and family tables (``structure``) sit below model loading (``loading``)."""
+def test_structure_imports_only_the_family_table_from_its_package():
+    """The family table (``families``) sits below roles and groups (``structure``), which sit below
+    model loading (``loading``)."""
     import ast
     from pathlib import Path
 
+    import srnet.models.families as families
     import srnet.models.structure as structure
 
-    tree = ast.parse(Path(structure.__file__).read_text())
-    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert not {m for m in imported if m and m.startswith("srnet.models")}
+    def imported(module) -> set[str]:
+        tree = ast.parse(Path(module.__file__).read_text())
+        return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                and node.module and node.module.startswith("srnet.models")}
+
+    assert imported(structure) == {"srnet.models.families"}
+    assert imported(families) == set()

@@ -46,6 +46,11 @@ class Registry(Mapping[str, T], Generic[T]):
         self._items[name] = item
         return item
 
+    def remove(self, name: str) -> T:
+        """Take ``name`` out (KeyError when absent); returns what it held (inside :meth:`scoped`,
+        a test swaps a built-in this way)."""
+        return self._items.pop(name)
+
     @contextmanager
     def scoped(self) -> Iterator[Registry[T]]:
         """Within the block, registrations (and removals) are temporary: on exit the registry

@@ -10,7 +10,7 @@ Modules, each importing only those above it in this list::
     onnx.py             model.onnx and its check against PyTorch; ONNX Runtime sessions
     checkpoint.py       export_model (bake, shrink, ONNX, save) and load_model
 
-The shrinking names (``shrink_model``, ``prepare_remote_code``, ``SHAPES_KEY``, ``SHRUNK_CLASSES``)
+The shrinking names (``shrink_model``, ``prepare_remote_code``, ``SHAPES_KEY``)
 import transformers' model classes, so they load on first use, not with this package.
 """
 
@@ -30,14 +30,13 @@ from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
 
 if TYPE_CHECKING:
     from srnet.export.shrink import MODELING_FILENAME, prepare_remote_code, shrink_model
-    from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES
+    from srnet.models.shrunk import SHAPES_KEY
 
 _LAZY = {
     "MODELING_FILENAME": "srnet.export.shrink",
     "prepare_remote_code": "srnet.export.shrink",
     "shrink_model": "srnet.export.shrink",
     "SHAPES_KEY": "srnet.models.shrunk",
-    "SHRUNK_CLASSES": "srnet.models.shrunk",
 }
 
 __all__ = [
@@ -46,7 +45,6 @@ __all__ = [
     "MODELING_FILENAME",
     "ONNX_FILENAME",
     "SHAPES_KEY",
-    "SHRUNK_CLASSES",
     "bake_masks",
     "check_baked",
     "export_model",

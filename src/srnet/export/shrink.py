@@ -1,10 +1,10 @@
 """Physical shrinking: remove pruned attention heads and FFN neurons from the weights, and reload.
 
-A head's rows of Q, K and V and its columns of the attention output are sliced away (BERT-style
-attention reshapes with ``view(..., -1, head_size)``, so the head count follows the weights); a
-neuron's row of FFN-in and column of FFN-out likewise.  The shrunk model computes what the masked
-model computes: a pruned unit's output only ever reached the residual stream through its masked
-columns.
+A head's rows of Q, K and V (in a fused Q/K/V matrix, its rows in each part) and its columns of
+the attention output are sliced away; a neuron's row of FFN-in (both halves of a GLU's) and column
+of FFN-out likewise (:mod:`srnet.models.shrunk` says how each family follows the new shapes).
+The shrunk model computes what the masked model computes: a pruned unit's output only ever
+reached the residual stream through its masked columns.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from torch import nn
 from srnet.errors import SrnetError
 from srnet.export.bake import bake_masks
 from srnet.models import shrunk as shrunk_modeling
-from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES, resize_linears
+from srnet.models.families import shrunk_class_name
+from srnet.models.shrunk import SHAPES_KEY, resize_linears
 from srnet.sparsity.shapes import expand_masks, model_groups
 
 __all__ = ["KEPT_KEY", "MODELING_FILENAME", "SHAPES_KEY", "prepare_remote_code", "shrink_model"]
@@ -34,11 +35,8 @@ def shrink_model(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Modu
     (neurons) each layer keeps; ``num_attention_heads`` and ``intermediate_size`` stay the
     backbone's (the forward reshapes by head size).  Unstructured masks are refused.
     """
-    family = getattr(model.config, "model_type", type(model).__name__)
-    if family not in SHRUNK_CLASSES:
-        raise SrnetError(f"cannot shrink a {family} model: srnet has shrunk classes for "
-                         f"{', '.join(SHRUNK_CLASSES)}; export without shrinking keeps its masked "
-                         "heads and neurons as zeros")
+    shrunk_class = getattr(shrunk_modeling, shrunk_class_name(getattr(model.config, "model_type",
+                                                                      type(model).__name__)))
     groups = model_groups(model)
     loose = [name for name in masks if name not in groups]
     if loose or not masks:
@@ -56,7 +54,7 @@ def shrink_model(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Modu
         kept = torch.zeros(1, dtype=torch.long) if empty else kept  # keep one unit, zeroed below
         for member in groups[name].members:
             module = baked.get_submodule(member.name)
-            rows = (kept[:, None] * member.width + torch.arange(member.width)).reshape(-1)
+            rows = member.indices(kept, groups[name].count)
             weight = module.weight.detach().index_select(member.axis, rows.to(module.weight.device))
             bias = module.bias.detach() if module.bias is not None else None
             if bias is not None and member.axis == 0:
@@ -73,7 +71,7 @@ def shrink_model(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Modu
             module.weight.copy_(weight)
             if bias is not None:
                 module.bias.copy_(bias)
-    baked.__class__ = SHRUNK_CLASSES[baked.config.model_type]  # what it now is (saved as architectures)
+    baked.__class__ = shrunk_class  # what it now is (saved as architectures)
     setattr(baked.config, SHAPES_KEY, shapes)
     setattr(baked.config, KEPT_KEY, {name: int(gate.bool().sum()) for name, gate in sorted(masks.items())})
     return baked
@@ -82,8 +80,7 @@ def shrink_model(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> nn.Modu
 def prepare_remote_code(model: nn.Module, folder: Path) -> None:
     """Name the shrunk class in the config (``architectures`` and ``auto_map``) and write its
     modeling file to ``folder``."""
-    family = model.config.model_type
-    name = SHRUNK_CLASSES[family].__name__
+    name = shrunk_class_name(model.config.model_type)
     model.config.architectures = [name]
     model.config.auto_map = {"AutoModelForSequenceClassification": f"modeling_srnet.{name}"}
     source = Path(shrunk_modeling.__file__).read_text()  # self-contained: torch and transformers only

@@ -2,10 +2,20 @@
 
 :mod:`srnet.models.loading` loads the bundled default or any Hugging Face id/path (tokenizers,
 classifiers with their heads matched to the task's labels, masked-LM models);
-:mod:`srnet.models.structure` finds the prunable weights by role and the head/neuron groups, by
-module-name patterns per architecture family.  ``structure`` imports nothing from ``loading``.
+:mod:`srnet.models.families` holds one entry per encoder family; :mod:`srnet.models.structure`
+finds the prunable weights by role and the head/neuron groups from those entries.  ``structure``
+imports nothing from ``loading``.
 """
 
+from srnet.models.families import (
+    BLOCK_ROLES,
+    ENCODER_ROLES,
+    FAMILIES,
+    Family,
+    family_of,
+    register_family,
+    shrinkable,
+)
 from srnet.models.loading import (
     DEFAULT_MODEL,
     check_max_length,
@@ -20,11 +30,8 @@ from srnet.models.loading import (
 )
 from srnet.models.structure import (
     ALL_ROLES,
-    BLOCK_ROLES,
     DEFAULT_ROLES,
-    ENCODER_ROLES,
     GRANULARITIES,
-    SUPPORTED_FAMILIES,
     GroupMember,
     MaskGroup,
     PrunableWeight,
@@ -42,8 +49,9 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_ROLES",
     "ENCODER_ROLES",
+    "FAMILIES",
     "GRANULARITIES",
-    "SUPPORTED_FAMILIES",
+    "Family",
     "GroupMember",
     "MaskGroup",
     "PrunableWeight",
@@ -54,6 +62,7 @@ __all__ = [
     "default_device",
     "default_model_path",
     "encoder_blocks",
+    "family_of",
     "find_groups",
     "find_prunable",
     "group_kinds",
@@ -61,5 +70,7 @@ __all__ = [
     "load_masked_lm",
     "load_tokenizer",
     "quiet_transformers",
+    "register_family",
     "resolve_model_name",
+    "shrinkable",
 ]

@@ -23,6 +23,7 @@ from torch import nn
 
 from srnet.errors import SrnetError
 from srnet.io import first_line
+from srnet.models.families import family_of, shrinkable
 from srnet.models.structure import classify_weight, find_prunable
 
 log = logging.getLogger(__name__)
@@ -151,7 +152,7 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from srnet.models.shrunk import SHAPES_KEY, SHRUNK_CLASSES
+    from srnet.models import shrunk
 
     offline = check_model_source(name)
     path = resolve_model_name(name)
@@ -162,11 +163,12 @@ def load_classifier(name: str, labels: Sequence[str] | None = None):
         raise SrnetError(_unreachable(name, exc)) from exc
     kwargs: dict = {"local_files_only": offline, "output_loading_info": True}
     loader = AutoModelForSequenceClassification
-    if getattr(config, SHAPES_KEY, None):  # srnet's own shrunk export: per-layer shapes
-        if config.model_type not in SHRUNK_CLASSES:
+    if getattr(config, shrunk.SHAPES_KEY, None):  # srnet's own shrunk export: per-layer shapes
+        family = family_of(config.model_type)
+        if family is None or family.shrunk is None:
             raise SrnetError(f"{name}: a shrunk export of a '{config.model_type}' model, which srnet "
-                             f"cannot rebuild (shrunk families: {', '.join(SHRUNK_CLASSES)})")
-        loader = SHRUNK_CLASSES[config.model_type]
+                             f"cannot rebuild (shrunk families: {', '.join(shrinkable())})")
+        loader = getattr(shrunk, family.shrunk)
     order: list[int] | None = None
     if labels is not None:
         labels = list(labels)
@@ -256,19 +258,15 @@ def _reorder_head(model: nn.Module, order: list[int]) -> None:
             out.bias.copy_(out.bias[order].clone())
 
 
-_PADDING_OFFSET_FAMILIES = ("roberta", "xlm-roberta", "camembert", "mpnet")
-"""Families whose position ids start after the padding index (RoBERTa: 514 positions, 512 usable)."""
-_ABSOLUTE_POSITION_FAMILIES = ("bert", "electra", "distilbert", *_PADDING_OFFSET_FAMILIES)
-
-
 def check_max_length(max_length: int, model: nn.Module) -> None:
     """``model.max_length`` must fit the model's position embeddings (absolute-position families),
     checked before training instead of failing on the first long example."""
     config = model.config
     positions = getattr(config, "max_position_embeddings", None)
-    if config.model_type not in _ABSOLUTE_POSITION_FAMILIES or positions is None:
+    family = family_of(config.model_type)
+    if family is None or family.positions == "relative" or positions is None:
         return
-    if config.model_type in _PADDING_OFFSET_FAMILIES:
+    if family.positions == "after_padding":
         positions -= (getattr(config, "pad_token_id", 0) or 0) + 1
     if max_length > positions:
         raise SrnetError(f"model.max_length {max_length} is longer than this {config.model_type} model's "

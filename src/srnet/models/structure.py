@@ -2,8 +2,8 @@
 
 The prunable weights of an encoder are its per-layer attention query/key/value/output and
 feed-forward in/out projections, the classification head and (optionally) the word
-embeddings.  They are located by module-name patterns per architecture family (the tables
-below), so masks attach to unmodified ``transformers`` models.
+embeddings.  They are located by the module paths of each family's entry
+(:mod:`srnet.models.families`), so masks attach to unmodified ``transformers`` models.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import takewhile
 
 import torch
@@ -19,53 +20,22 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
+from srnet.models.families import (
+    BLOCK_ROLES,
+    EMBEDDINGS_PATH,
+    ENCODER_ROLES,
+    FAMILIES,
+    FAMILY_ROLES,
+    FUSED_ROLES,
+    OPTIONAL_ROLES,
+    Family,
+    family_of,
+)
 
-ENCODER_ROLES = ("query", "key", "value", "attn_out", "ffn_in", "ffn_out")
-"""The roles every transformer block has (a fused role stands for some of them)."""
-FUSED_ROLES = {"qkv": ("query", "key", "value")}
-"""The encoder roles a fused matrix holds: ModernBERT's ``Wqkv`` (one mask over the whole fused
-matrix, so its sparsity is local to the fused matrix, not to each of Q, K and V)."""
-FAMILY_ROLES = {**FUSED_ROLES, "pos_key": ("key",), "pos_query": ("query",)}
-"""Roles of some families only, each masked wherever all the encoder roles it stands for are asked
-for (so recipes name the six encoder roles): the fused ``qkv`` and DeBERTa-v2/v3's relative-position
-key/query projections (``pos_key_proj``/``pos_query_proj``, ``share_att_key: false``)."""
-BLOCK_ROLES = (*ENCODER_ROLES, *FAMILY_ROLES)
 ALL_ROLES = (*BLOCK_ROLES, "classifier", "embeddings")
 DEFAULT_ROLES = (*ENCODER_ROLES, "classifier")
-
-_LAYER = r"\.layer\.(?P<layer>\d+)\."
-_ALBERT = r"\.albert_layer_groups\.(?P<layer>\d+)\.albert_layers\.0\."  # a group's one shared layer
-_MODERN = r"\.layers\.(?P<layer>\d+)\."
-# (role -> regexes on the module's qualified name); BERT, RoBERTa, XLM-R, CamemBERT and ELECTRA share
-# names; DistilBERT (q_lin...), DeBERTa-v2/v3 (query_proj...), MPNet (attn.q...), ALBERT (one layer
-# per group, shared across depth) and ModernBERT (Wqkv...) have their own.
-_ROLE_PATTERNS: dict[str, tuple[str, ...]] = {
-    "query": (_LAYER + r"attention\.self\.query(_proj)?$", _LAYER + r"attention\.q_lin$",
-              _LAYER + r"attention\.attn\.q$", _ALBERT + r"attention\.query$"),
-    "key": (_LAYER + r"attention\.self\.key(_proj)?$", _LAYER + r"attention\.k_lin$",
-            _LAYER + r"attention\.attn\.k$", _ALBERT + r"attention\.key$"),
-    "value": (_LAYER + r"attention\.self\.value(_proj)?$", _LAYER + r"attention\.v_lin$",
-              _LAYER + r"attention\.attn\.v$", _ALBERT + r"attention\.value$"),
-    "qkv": (_MODERN + r"attn\.Wqkv$",),
-    "pos_key": (_LAYER + r"attention\.self\.pos_key_proj$",),
-    "pos_query": (_LAYER + r"attention\.self\.pos_query_proj$",),
-    "attn_out": (_LAYER + r"attention\.output\.dense$", _LAYER + r"attention\.out_lin$",
-                 _LAYER + r"attention\.attn\.o$", _ALBERT + r"attention\.dense$", _MODERN + r"attn\.Wo$"),
-    "ffn_in": (_LAYER + r"intermediate\.dense$", _LAYER + r"ffn\.lin1$", _ALBERT + r"ffn$",
-               _MODERN + r"mlp\.Wi$"),
-    "ffn_out": (_LAYER + r"output\.dense$", _LAYER + r"ffn\.lin2$", _ALBERT + r"ffn_output$",
-                _MODERN + r"mlp\.Wo$"),
-    "classifier": (r"^classifier$", r"^classifier\.(dense|out_proj)$", r"^pre_classifier$"),
-    "embeddings": (r"(^|\.)embeddings\.word_embeddings$",),
-}
-SUPPORTED_FAMILIES = ("bert", "roberta", "distilbert", "electra")
-"""Families whose head/neuron masks also shrink (:mod:`srnet.models.shrunk` has their classes).
-Masks, unstructured or head/neuron, cover any family whose every encoder-layer matrix takes a role
-(:func:`check_encoder_coverage`) and whose config names its head count."""
 GRANULARITIES = ("unstructured", "head", "neuron", "head+neuron")
 """Mask structure: single weights, or whole attention heads and/or FFN neurons."""
-HEAD_COUNT_KEYS = ("num_attention_heads", "n_heads")
-"""Config attributes that hold the number of attention heads (DistilBERT: ``n_heads``)."""
 
 
 @dataclass(frozen=True)
@@ -97,12 +67,23 @@ def _unmasked(module: nn.Module) -> torch.Tensor:
 @dataclass(frozen=True)
 class GroupMember:
     """One weight matrix of a mask group: ``width`` consecutive rows (axis 0) or columns (axis 1)
-    per group."""
+    per unit, in each of its ``parts`` stacked parts (a fused Q/K/V matrix holds 3: every head's
+    query rows, then every head's key rows, then the values; a GLU FFN-in holds 2)."""
 
     name: str
     axis: int
     width: int
     module: nn.Module
+    parts: int = 1
+
+    def spread(self, gates: torch.Tensor) -> torch.Tensor:
+        """One value per unit -> one per row (axis 0) or column (axis 1) of the matrix."""
+        return gates.repeat_interleave(self.width).repeat(self.parts)
+
+    def indices(self, units: torch.Tensor, count: int) -> torch.Tensor:
+        """The rows (or columns) of ``units`` (of the group's ``count``), in the matrix's order."""
+        one = (units[:, None] * self.width + torch.arange(self.width, device=units.device)).reshape(-1)
+        return torch.cat([one + part * count * self.width for part in range(self.parts)])
 
 
 @dataclass(frozen=True)
@@ -140,47 +121,68 @@ def group_kinds(granularity: str) -> tuple[str, ...]:
 def find_groups(model: nn.Module, kinds: Sequence[str], pattern: str | None = None) -> list[MaskGroup]:
     """The head and/or neuron groups of every encoder layer (filtered by a regex on their names).
 
-    Raises ``SrnetError`` for an architecture without group knowledge, naming the supported ones.
+    A head is its rows of Q, K and V (and of DeBERTa's position projections; in a fused Q/K/V
+    matrix its rows in each part) plus its columns of the attention output; a neuron is its row of
+    FFN-in (both halves of a GLU's) plus its column of FFN-out.  Raises ``SrnetError`` for a model
+    without a head count or a layer without the encoder roles.
     """
-    family = model_family(model)
+    name = model_family(model)
+    family = family_of_model(model)
     config = getattr(model, "config", None)
-    heads = next((getattr(config, key) for key in HEAD_COUNT_KEYS if getattr(config, key, None)), None)
+    keys = [family.heads_key] if family else sorted({f.heads_key for f in FAMILIES.values()})
+    heads = next((getattr(config, key) for key in keys if getattr(config, key, None)), None)
     if heads is None:
-        raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
-                         f"no head count in its config ({' / '.join(HEAD_COUNT_KEYS)})")
+        raise SrnetError(f"structured masks (heads, neurons) are not supported for '{name}' models: "
+                         f"no head count in its config ({' / '.join(keys)})")
+    heads = int(heads)
     layers: dict[int, dict[str, PrunableWeight]] = defaultdict(dict)
     for w in find_prunable(model, BLOCK_ROLES):
         layers[int(w.layer)][w.role] = w  # type: ignore[arg-type]
     for layer, roles in sorted(layers.items()):
-        fused = [roles[r].name for r in FUSED_ROLES if r in roles]
-        if fused:
-            raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
-                             f"its fused {fused[0].rsplit('.', 1)[-1]} matrix does not hold a head's rows "
-                             "together; use granularity 'unstructured'")
-        missing = [r for r in ENCODER_ROLES if r not in roles]
+        held = set(roles).union(*(FUSED_ROLES[r] for r in roles if r in FUSED_ROLES))
+        missing = [r for r in ENCODER_ROLES if r not in held]
         if missing:
-            raise SrnetError(f"structured masks (heads, neurons) are not supported for '{family}' models: "
+            raise SrnetError(f"structured masks (heads, neurons) are not supported for '{name}' models: "
                              f"layer {layer} has no {', '.join(missing)} matrices")
-    heads = int(heads)
     compiled = re.compile(pattern) if pattern else None
     groups = []
     for layer, roles in sorted(layers.items()):
         prefix = block_prefix([w.name for w in roles.values()])
-        width = roles["query"].shape[0] // heads
-        rows = [r for r in ("query", "key", "value", "pos_key", "pos_query") if r in roles]
-        members = {
-            "head": (heads, [*((r, 0, width) for r in rows), ("attn_out", 1, width)]),
-            "neuron": (roles["ffn_in"].shape[0], [("ffn_in", 0, 1), ("ffn_out", 1, 1)]),
-        }
+        members = {"head": (heads, _head_members(roles, heads, family, name)),
+                   "neuron": _neuron_members(roles, family)}
         for kind in kinds:
             count, parts = members[kind]
             group = MaskGroup(f"{prefix}.{kind}s", kind, layer, count, tuple(
-                GroupMember(roles[r].name, axis, w, roles[r].module) for r, axis, w in parts))
+                GroupMember(roles[r].name, axis, w, roles[r].module, n) for r, axis, w, n in parts))
             if compiled is None or compiled.search(group.name):
                 groups.append(group)
     if not groups:
         raise SrnetError(f"{'+'.join(kinds)} groups with pattern '{pattern}' select nothing in this model")
     return groups
+
+
+def _parts(family: Family | None, role: str) -> int:
+    return family.parts(role) if family else 1
+
+
+def _head_members(roles: dict[str, PrunableWeight], heads: int, family: Family | None,
+                  name: str) -> list[tuple[str, int, int, int]]:
+    """(role, axis, width, parts) of a head's slices in one layer."""
+    rows = [r for r in ("qkv", "query", "key", "value", "pos_key", "pos_query") if r in roles]
+    parts = _parts(family, rows[0])
+    size = roles[rows[0]].shape[0]
+    if size % (heads * parts):
+        raise SrnetError(f"structured masks (heads, neurons) are not supported for this {name} model: "
+                         f"its {roles[rows[0]].name.rsplit('.', 1)[-1]} has {size} rows, not {parts} "
+                         f"part(s) of {heads} heads")
+    width = size // (heads * parts)
+    return [*((r, 0, width, _parts(family, r)) for r in rows), ("attn_out", 1, width, 1)]
+
+
+def _neuron_members(roles: dict[str, PrunableWeight], family: Family | None) -> tuple[int, list]:
+    """The neuron count of one layer and (role, axis, width, parts) of a neuron's slices."""
+    parts = _parts(family, "ffn_in")
+    return roles["ffn_in"].shape[0] // parts, [("ffn_in", 0, 1, parts), ("ffn_out", 1, 1, 1)]
 
 
 def with_family_roles(roles: Sequence[str]) -> tuple[str, ...]:
@@ -199,6 +201,19 @@ def model_family(model: nn.Module) -> str:
     return getattr(getattr(model, "config", None), "model_type", type(model).__name__)
 
 
+def family_of_model(model: nn.Module) -> Family | None:
+    """The family entry of the model's ``model_type``; for a type without one, the entry whose
+    block matrices its module names match (a fork of BERT under its own name); else None."""
+    family = family_of(model_family(model))
+    if family is not None:
+        return family
+    for qualified, _ in model.named_modules():
+        for entry in FAMILIES.values():
+            if any(role != "classifier" and pat.search(qualified) for role, pat in entry.patterns()):
+                return entry
+    return None
+
+
 def find_prunable(
     model: nn.Module,
     roles: tuple[str, ...] | list[str] = DEFAULT_ROLES,
@@ -208,7 +223,7 @@ def find_prunable(
 
     Raises ``SrnetError`` when the selection is empty or names an unknown role.
     """
-    unknown = [r for r in roles if r not in _ROLE_PATTERNS]
+    unknown = [r for r in roles if r not in ALL_ROLES]
     if unknown:
         raise SrnetError(f"unknown role(s) {unknown}; known roles: {list(ALL_ROLES)}")
     compiled = re.compile(pattern) if pattern else None
@@ -257,6 +272,7 @@ def check_encoder_coverage(model: nn.Module, roles: Sequence[str]) -> None:
     if not blocks:
         raise SrnetError(f"this {family} model has no transformer blocks srnet can find (a ModuleList "
                          "of layers); its encoder cannot be masked")
+    check_family_entry(model)
     for prefix, block in blocks:
         linear = [f"{prefix}.{n}" for n, m in block.named_modules() if isinstance(m, nn.Linear)]
         unknown = [n for n in linear if classify_weight(n)[0] not in BLOCK_ROLES]
@@ -266,21 +282,42 @@ def check_encoder_coverage(model: nn.Module, roles: Sequence[str]) -> None:
         if unknown or missing:
             what = (f"its matrices {', '.join(unknown[:3])}{' ...' if len(unknown) > 3 else ''} take no "
                     "role" if unknown else f"roles {missing} are missing in {prefix}")
+            known = ", ".join(FAMILIES[name].label for name in FAMILIES.names())
             raise SrnetError(f"this {family} model cannot be masked in full: {what}; srnet masks the "
-                             "encoders of BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, DistilBERT, "
-                             "DeBERTa-v2/v3, MPNet, ALBERT and ModernBERT (refused before training, not "
-                             "masked in part)")
+                             f"encoders of {known} (refused before training, not masked in part)")
+
+
+def check_family_entry(model: nn.Module) -> None:
+    """The entry of the model's ``model_type`` must fit it: each of its roles (but those only some
+    configurations have) names a module of the model."""
+    family = family_of(model_family(model))
+    if family is None:
+        return
+    names = [qualified for qualified, _ in model.named_modules()]
+    for role, pat in family.patterns():
+        if role in (*OPTIONAL_ROLES, "classifier") or any(pat.search(n) for n in names):
+            continue
+        raise SrnetError(f"model family '{family.model_type}': role '{role}' (module path "
+                         f"'{family.roles[role]}') matches no module of this model; fix the entry")
 
 
 def classify_weight(qualified: str) -> tuple[str | None, int | None]:
-    """The (role, layer) of a module name, or (None, None) when it is not a prunable weight."""
-    for role, patterns in _ROLE_PATTERNS.items():
-        for pat in patterns:
-            m = re.search(pat, qualified)
-            if m:
-                layer = m.groupdict().get("layer")
-                # BERT's "output.dense" also ends "attention.output.dense": attn_out is checked first.
-                if role == "ffn_out" and qualified.endswith("attention.output.dense"):
-                    continue
-                return role, int(layer) if layer is not None else None
+    """The (role, layer) of a module name, or (None, None) when it is not a prunable weight (the
+    first family entry whose paths match it decides)."""
+    for role, pat in _patterns():
+        m = pat.search(qualified)
+        if m:
+            layer = m.groupdict().get("layer")
+            return role, int(layer) if layer is not None else None
     return None, None
+
+
+def _patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """(role, regex) of every family entry, then the word embeddings'."""
+    return _compiled(tuple(FAMILIES[name] for name in FAMILIES.names()))
+
+
+@lru_cache(maxsize=8)
+def _compiled(families: tuple[Family, ...]) -> list[tuple[str, re.Pattern[str]]]:
+    embeddings = ("embeddings", re.compile(EMBEDDINGS_PATH))
+    return [*(p for family in families for p in family.patterns()), embeddings]

@@ -177,7 +177,7 @@ class PruningMethod(ABC):
         for target, mask in zip(self.targets, masks, strict=True):
             if isinstance(target, MaskGroup):
                 for member in target.members:
-                    attach(member.module, GroupMask(mask, member.axis, member.width))
+                    attach(member.module, GroupMask(mask, member.axis, member.width, member.parts))
             else:
                 attach(target.module, mask)
         self._masks = masks

@@ -41,8 +41,8 @@ def group_magnitude(group: MaskGroup) -> Tensor:
     for member in group.members:
         weight = original_weight(member.module).detach()
         squares = weight.pow(2).sum(dim=1 - member.axis)  # per row (axis 0) or column (axis 1)
-        total = total + squares.view(group.count, member.width).sum(1)
-        numel += member.width * weight.shape[1 - member.axis]
+        total = total + squares.view(member.parts, group.count, member.width).sum((0, 2))
+        numel += member.parts * member.width * weight.shape[1 - member.axis]
     return (total / numel).sqrt()  # type: ignore[operator]
 
 

@@ -171,20 +171,21 @@ class GroupMask(nn.Module):
 
     ``gate`` is a :class:`FixedMask`, :class:`ScoreMask` or :class:`HardConcreteMask` over the
     group vector, shared by all members of the group (Q, K, V and the attention output for a
-    head); ``width`` consecutive rows (``axis`` 0) or columns (``axis`` 1) belong to each group.
-    A learnable gate gets its gradient summed over its group's entries and members.
+    head); ``width`` consecutive rows (``axis`` 0) or columns (``axis`` 1) belong to each group,
+    in each of ``parts`` stacked parts (a fused Q/K/V matrix: 3).  A learnable gate gets its
+    gradient summed over its group's entries and members.
     """
 
-    def __init__(self, gate: FixedMask, axis: int, width: int) -> None:
+    def __init__(self, gate: FixedMask, axis: int, width: int, parts: int = 1) -> None:
         super().__init__()
-        self.gate, self.axis, self.width = gate, axis, width
+        self.gate, self.axis, self.width, self.parts = gate, axis, width, parts
 
     def forward(self, weight: Tensor) -> Tensor:
         return weight * self.expand(self.gate.group_gates(self))
 
     def expand(self, gates: Tensor) -> Tensor:
-        """Gates repeated ``width`` times along ``axis``, broadcastable to the weight."""
-        values = gates.repeat_interleave(self.width)
+        """Gates repeated ``width`` times (in each part) along ``axis``, broadcastable to the weight."""
+        values = gates.repeat_interleave(self.width).repeat(self.parts)
         return values.unsqueeze(1) if self.axis == 0 else values.unsqueeze(0)
 
     def binary_mask(self) -> Tensor:

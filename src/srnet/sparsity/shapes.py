@@ -88,7 +88,7 @@ def expand_masks(model: nn.Module, masks: Mapping[str, torch.Tensor]) -> dict[st
             out[name] = mask
             continue
         for m in groups[name].members:
-            gates = as_bool(name, mask).repeat_interleave(m.width)
+            gates = m.spread(as_bool(name, mask))
             shape = weight_shape(m.module)
             out[m.name] = (gates.unsqueeze(1) if m.axis == 0 else gates.unsqueeze(0)).expand(shape).clone()
     return out

@@ -180,16 +180,16 @@ def check_family(source: Source) -> str:
     """The model's family, when ``--shrink`` supports it; one line naming what is possible instead."""
     from transformers import AutoConfig
 
-    from srnet.models.shrunk import SHRUNK_CLASSES
+    from srnet.models.families import shrinkable
 
     try:
         family = AutoConfig.from_pretrained(source.weights, local_files_only=True).model_type
     except (OSError, ValueError):
         family = "unknown"
-    if family not in SHRUNK_CLASSES:
+    if family not in shrinkable():
         raise SrnetError(
             f"{source.model}: srnet cannot shrink a '{family}' model (shrinkable: "
-            f"{', '.join(SHRUNK_CLASSES)}); instead: INT8 of the dense or an unstructured "
+            f"{', '.join(shrinkable())}); instead: INT8 of the dense or an unstructured "
             "model (srnet export --onnx --quantize int8)"
         )
     return family
