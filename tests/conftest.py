@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import json
 import os
 import shutil
 import tempfile
@@ -167,7 +168,7 @@ def tiny_model_dirs(tmp_path_factory) -> Callable[..., Path]:
     made: dict[tuple, Path] = {}
 
     def get(model_type: str = "bert", num_labels: int = 3, **config) -> Path:
-        key = (model_type, num_labels, tuple(sorted(config.items())))
+        key = (model_type, num_labels, json.dumps(config, sort_keys=True))
         if key not in made:
             folder = tmp_path_factory.mktemp(f"tiny_{model_type}_{num_labels}")
             made[key] = save_tiny_model(folder, model_type, num_labels, **config)

@@ -3,7 +3,10 @@
 The objective axis: every cell runs ``standard``; ``freelb`` (2 ascent steps) runs on a
 diagonal (each method once, the losses in turn), which keeps the matrix fast.  The granularity
 axis: every method once with head/neuron masks (``fixed`` from a structured mask file, whose
-granularity it follows), whose shrunk export must also give the masked model's logits.
+granularity it follows), whose shrunk export must also give the masked model's logits.  The family
+axis: a tiny model of every other family entry (conftest's ``FAMILY_MODELS``), each with a
+mask-making method and a loss in turn, head+neuron masks, through the same checks; a family whose
+entry names a shrunk class also shrinks to the masked logits.
 
 Each cell runs a whole recipe (``srnet.api.run``) on a tiny random BERT and the synthetic
 task, then checks: the target sparsity is reached exactly in every matrix; the mask file
@@ -24,12 +27,14 @@ import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+from conftest import FAMILY_MODELS
 from conftest import synthetic_split as synthetic
 from srnet import api, load_model
 from srnet.evaluation.predict import predict_logits, softmax
 from srnet.experiments.run import task as run_module
 from srnet.loss_inputs import BUILT_IN_SOURCES, LOSS_INPUTS, ReadContext, loss_input
 from srnet.losses import LOSSES as LOSS_REGISTRY
+from srnet.models import shrinkable
 from srnet.pruning import LearnedMaskMethod, OneShotMethod, available_methods, get_method
 from srnet.sparsity.mask_io import load_masks, save_masks
 from srnet.sparsity.shapes import expand_masks
@@ -69,8 +74,17 @@ def trains_over_steps(method: str) -> bool:
     return not issubclass(get_method(method), OneShotMethod)
 
 
+def family_cells(methods: list[str]) -> list[tuple[str, str, str]]:
+    """The family axis: each family but BERT (the matrix's own) with a method that makes its own
+    masks and a loss, both taken in turn."""
+    makers = [m for m in methods if not reads_mask_file(m)]
+    families = [f for f in FAMILY_MODELS if f != "bert"]
+    return [(f, makers[i % len(makers)], LOSSES[i % len(LOSSES)]) for i, f in enumerate(families)]
+
+
 CELLS = matrix_cells(METHODS)
 GRANULARITY_CELLS = granularity_cells(METHODS)
+FAMILY_CELLS = family_cells(METHODS)
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +170,20 @@ def test_granularity_axis(method, loss, granularity, tmp_path, tiny_model_dir, i
     """Each method with head/neuron masks, whose shrunk export also gives the masked logits."""
     check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, input_files,
                           structured_mask_files, monkeypatch)
+
+
+@pytest.mark.parametrize(("family", "method", "loss"), FAMILY_CELLS)
+def test_family_axis(family, method, loss, tmp_path, tiny_model_dirs, input_files, monkeypatch):
+    """Each family's tiny model with head+neuron masks through :func:`check_cell`; it shrinks to the
+    masked logits where its family entry names a shrunk class."""
+    model_type, config = FAMILY_MODELS[family]
+    model_dir = tiny_model_dirs(model_type, **config)
+    if model_type in shrinkable():
+        check_structured_cell(method, loss, "head+neuron", tmp_path, model_dir, input_files,
+                              {"head+neuron": None}, monkeypatch)
+    else:
+        check_cell(method, loss, "standard", "head+neuron", tmp_path, model_dir, input_files, None,
+                   monkeypatch)
 
 
 def check_structured_cell(method, loss, granularity, tmp_path, tiny_model_dir, input_files,
