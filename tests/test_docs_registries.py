@@ -36,7 +36,7 @@ LISTINGS = [
     ("architecture.md", "greedy search, registry: ", ";", ATTACKS),
     ("architecture.md", "objectives/ base (Objective, registry, train_step); registry: ", " data.py",
      OBJECTIVES),
-    ("architecture.md", "losses.py loss registry: ", " loss_inputs/", LOSSES),
+    ("architecture.md", "loss registry: ", " loss_inputs/", LOSSES),
     ("architecture.md", "one module per input (", ")", LOSS_INPUTS),
 ]
 
