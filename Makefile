@@ -10,7 +10,9 @@ STAMP := $(VENV)/.srnet-installed
 OFFLINE := HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # the tests run in TEST_WORKERS pytest-xdist processes of one torch thread each (tiny models: two
 # single-threaded workers beat one two-threaded process); a test module stays on one worker, so
-# its module-scoped fixtures are built once.  TEST_WORKERS=0 runs them in this process.
+# its module-scoped fixtures are built once.  TEST_WORKERS=0 runs them in this process.  The 25
+# slowest tests are listed at the end; ARGS='-m "not slow"' skips the kill/resume, multi-process
+# and Ray tests (marked slow).
 TEST_WORKERS ?= 2
 
 .PHONY: setup demo test lint
@@ -29,4 +31,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 
 test: lint
-	$(OFFLINE) OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(ARGS)
+	$(OFFLINE) OMP_NUM_THREADS=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=25 $(ARGS)

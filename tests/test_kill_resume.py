@@ -23,6 +23,8 @@ from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.sparsity.mask_io import load_masks
 
+pytestmark = pytest.mark.slow  # subprocesses killed and resumed (make test ARGS='-m "not slow"' skips)
+
 REPO = Path(__file__).resolve().parents[1]
 
 KILL_AFTER_STEPS = (2, 4, 7, 9, 11)

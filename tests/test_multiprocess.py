@@ -32,6 +32,7 @@ from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.sparsity.mask_io import load_masks
 
+pytestmark = pytest.mark.slow  # processes launched by accelerate (make test ARGS='-m "not slow"' skips)
 REPO = Path(__file__).resolve().parents[1]
 
 AUDIT = '''

@@ -171,6 +171,7 @@ def events(out: Path) -> list[dict]:
     return [json.loads(line) for line in lines if line.endswith("}")]  # a kill may cut the last line
 
 
+@pytest.mark.slow
 def test_kill_9_of_a_two_worker_sweep_leaves_no_worker_alive(tmp_path, tiny_model_dir):
     psutil = pytest.importorskip("psutil")
     stages = {"ft": {"kind": "train"}}
@@ -214,6 +215,7 @@ def live(psutil, procs: list, timeout: float) -> list:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path, tiny_model_dir):
     stages = {"ft": {"kind": "train"},
               "prune": {"kind": "train", "set": {"model.init_from": "@ft", "pruning.method": "omp"}}}
@@ -291,6 +293,7 @@ def test_resume_may_add_stages_and_grid_values_but_not_change_or_drop_a_stage(
     assert "'stages.again' differs" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ray_executor_on_a_local_instance(tmp_path, tiny_model_dir):
     ray = pytest.importorskip("ray")
     ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": {
@@ -304,6 +307,7 @@ def test_ray_executor_on_a_local_instance(tmp_path, tiny_model_dir):
     assert (result.jobs[0].folder / "metrics.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_killed_ray_worker_is_retried_from_its_checkpoint(tmp_path, tiny_model_dir):
     ray = pytest.importorskip("ray")
     psutil = pytest.importorskip("psutil")
@@ -344,6 +348,7 @@ def test_a_killed_ray_worker_is_retried_from_its_checkpoint(tmp_path, tiny_model
     assert starts == {jobs[0].key: 1, jobs[1].key: 1}  # the retry is Ray's; no stage ran twice
 
 
+@pytest.mark.slow
 def test_a_killed_ray_driver_leaves_no_ray_process_alive(tmp_path, tiny_model_dir):
     """kill -9 of a sweep's driver that started a local Ray instance: Ray's head processes, its
     agents (which once outlived the driver) and the stage's worker all end (the reaper)."""
