@@ -51,6 +51,29 @@ def test_stale_locks_are_taken_over_with_a_note(tmp_path):
     assert held.token is None and "on elsewhere" in held.note  # another host, recent: assumed alive
 
 
+def test_a_reused_pid_or_a_wrong_typed_lock_is_stale_not_held_forever(tmp_path):
+    """A live pid whose process started after the lock was written (the pid was reused) does not
+    hold the lock; a lock file with wrong-typed fields is read as unreadable (held while fresh,
+    stale once old), never a traceback."""
+    me, host = os.getpid(), socket.gethostname()
+    started = locks.process_start(me)
+    assert started is not None and started <= time.time()
+    write_lock(tmp_path / "reused", pid=me, host=host, started=started - 3600)
+    taken = locks.acquire(tmp_path / "reused")
+    assert taken.token and taken.note.startswith(f"took over the stale lock of pid {me}")
+    write_lock(tmp_path / "mine", pid=me, host=host, started=time.time())  # this very process: held
+    assert locks.acquire(tmp_path / "mine").token is None
+    for i, fields in enumerate([{"pid": "12", "started": "x"}, {"pid": True, "host": 3}, {"pid": [1]}]):
+        folder = tmp_path / f"typed{i}"
+        write_lock(folder, **fields)
+        held = locks.acquire(folder)
+        assert held.token is None and held.note == "an unreadable holder (missing or wrong-typed fields)"
+        old = time.time() - 60
+        os.utime(folder / locks.STAGE_LOCK, (old, old))
+        taken = locks.acquire(folder)
+        assert taken.token and "unreadable holder" in taken.note
+
+
 def test_two_sweeps_on_one_folder_run_each_stage_once(tmp_path, tiny_model_dir, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "out"

@@ -2,9 +2,11 @@
 stage, and a run holds ``<output_dir>/.<name>.lock`` (``RunDir.lock``, beside the run folder) while
 it checks, trains and writes that folder.
 
-The lock file records the holder (pid, host, start time and a random token).  A live holder's
-lock is not taken (a second sweep skips the stage; a second run of the folder is refused); a lock
-whose holder is gone (a dead pid on this host, or older than :data:`STALE_AFTER_S` on another
+The lock file records the holder (pid, host, start time and a random token), read back through
+:class:`Holder` (a lock with missing or wrong-typed fields counts as unreadable, never a crash).  A
+live holder's lock is not taken (a second sweep skips the stage; a second run of the folder is
+refused); a lock whose holder is gone (a dead pid on this host; a pid now held by a process that
+started after the lock was written, its pid reused; or older than :data:`STALE_AFTER_S` on another
 host, where liveness cannot be checked) is stale and is taken over, with a one-line note.
 Creation is atomic (``O_EXCL``) and every read-and-take happens under an exclusive ``flock`` on
 the hidden guard file ``.<lock>.guard``, so two processes never both take a free or a stale lock
@@ -29,6 +31,36 @@ from pathlib import Path
 STAGE_LOCK = "stage.lock"
 STALE_AFTER_S = 24 * 3600
 """A lock from another host older than this is stale (a process on another host cannot be probed)."""
+
+
+PID_REUSE_SLACK_S = 2.0
+"""A process that started this long after a lock was written cannot have written it (the boot
+time in ``/proc/stat`` has whole seconds)."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """What a lock file records, type-checked; ``None`` fields were missing or wrong-typed."""
+
+    pid: int | None
+    host: str | None
+    started: float | None
+    token: str | None
+
+    @classmethod
+    def parse(cls, data: object) -> Holder | None:
+        """The holder of a parsed lock file, or None when it is not a JSON object with a pid."""
+        if not isinstance(data, dict):
+            return None
+
+        def typed(key: str, kind: type | tuple[type, ...]):
+            value = data.get(key)
+            return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+        started = typed("started", (int, float))
+        holder = cls(typed("pid", int), typed("host", str), float(started) if started is not None else None,
+                     typed("token", str))
+        return holder if holder.pid is not None and holder.pid > 0 else None
 
 
 @dataclass(frozen=True)
@@ -66,7 +98,8 @@ def release(folder: Path, token: str, name: str = STAGE_LOCK) -> None:
     """Remove ``folder``'s lock ``name`` if this process (``token``) still holds it, and its guard
     once no process holds the lock."""
     path = folder / name
-    if _read(path).get("token") == token:
+    holder = _read(path)
+    if holder is not None and holder.token == token:
         path.unlink(missing_ok=True)
     with _guarded(folder, name):
         if not path.exists():
@@ -109,35 +142,55 @@ def _same_file(fd: int, path: Path) -> bool:
         return False
 
 
-def _read(path: Path) -> dict:
+def _read(path: Path) -> Holder | None:
+    """The lock's holder; None when the file is missing, being written, or not a valid lock."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+    return Holder.parse(data)
 
 
-def _alive(holder: dict, path: Path) -> bool:
+def process_start(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), from ``/proc`` (Linux); None where
+    it cannot be read (no such process, no ``/proc``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state is field 3 of stat
+    try:
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime in ticks
+    except (IndexError, ValueError, OSError):
+        return None
+
+
+def _alive(holder: Holder | None, path: Path) -> bool:
     """Whether the lock's holder may still be running."""
-    if not holder:  # being written this instant, or unreadable: fresh ones count as held
+    if holder is None:  # being written this instant, or unreadable: fresh ones count as held
         try:
             return time.time() - path.stat().st_mtime < 10
         except OSError:
             return False
-    if holder.get("host") != socket.gethostname():
-        return time.time() - float(holder.get("started", 0)) < STALE_AFTER_S
+    if holder.host != socket.gethostname():
+        return holder.started is not None and time.time() - holder.started < STALE_AFTER_S
+    pid = int(holder.pid or 0)
     try:
-        os.kill(int(holder.get("pid", 0)), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's live process
-        return True
+        pass
     except (OverflowError, ValueError):
         return False
-    return int(holder.get("pid", 0)) > 0
+    start = process_start(pid)  # a process that started after the lock was written reuses the pid
+    return start is None or holder.started is None or start <= holder.started + PID_REUSE_SLACK_S
 
 
-def _describe(holder: dict) -> str:
-    started = holder.get("started")
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(started))) if started else "?"
-    return f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} (since {when})"
+def _describe(holder: Holder | None) -> str:
+    if holder is None:
+        return "an unreadable holder (missing or wrong-typed fields)"
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.started)) if holder.started else "?"
+    return f"pid {holder.pid} on {holder.host or '?'} (since {when})"
