@@ -256,6 +256,34 @@ def test_cli_report_default_out(study, capsys):
         assert "| mask_train" in out and f"wrote {study / 'report' / 'report.md'} and 0 figures" in out
 
 
+def test_a_report_replaces_only_its_own_report_and_one_writer_at_a_time(study, tmp_path, capsys):
+    """An earlier srnet report in --out is rewritten; a report.md srnet did not write is refused in
+    one line (kept byte for byte) unless --overwrite; a file as --out and a folder another report
+    is writing are one line each."""
+    from srnet.rundir import locks
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "report.md").write_text("my notes\n")
+    assert main(["report", str(study), "--out", str(out), "--no-figures"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {out / 'report.md'}: exists and is not an srnet report; pass --overwrite to " \
+                  "replace it\n"
+    assert (out / "report.md").read_text() == "my notes\n"
+    assert main(["report", str(study), "--out", str(out), "--no-figures", "--overwrite"]) == 0
+    assert (out / "report.md").read_text().startswith("# srnet report\n")
+    assert main(["report", str(study), "--out", str(out), "--no-figures"]) == 0  # its own: rewritten
+    (tmp_path / "file").write_text("x")
+    assert main(["report", str(study), "--out", str(tmp_path / "file")]) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
+    held = locks.acquire(out, ".report.lock")
+    try:
+        assert main(["report", str(study), "--out", str(out), "--no-figures"]) == 2
+        assert "another srnet report is writing there" in capsys.readouterr().err
+    finally:
+        locks.release(out, held.token, ".report.lock")
+
+
 def test_report_of_real_runs_on_a_tiny_model(tmp_path, tiny_model_dir):
     """dense (primary rule argmax) + one-shot omp and random subnetworks -> a report with masks."""
     from srnet import api

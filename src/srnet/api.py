@@ -231,10 +231,11 @@ def predict(run: str | Path, config: PredictConfig | None = None, *, output: str
 
 @takes(ReportConfig)
 def report(runs: Iterable[str | Path], config: ReportConfig | None = None, *, out: str | Path | None = None,
-           plugins: Iterable[str] = (), **settings: Any):
+           plugins: Iterable[str] = (), overwrite: bool = False, **settings: Any):
     """``srnet report``: tables and figures of the runs under ``runs`` (default ``out``: ``RUN/report``
     for one folder, ``report`` otherwise); returns the report (its path, tables, figures).
-    ``plugins`` are imported first (e.g. a plug-in report section), as for :func:`predict`."""
+    ``plugins`` are imported first (e.g. a plug-in report section), as for :func:`predict`.  An
+    earlier srnet report in ``out`` is rewritten; any other ``report.md`` only with ``overwrite``."""
     from srnet.reporting.study import write_report
 
     figures = ReportConfig.resolve(config, settings).figures
@@ -242,7 +243,7 @@ def report(runs: Iterable[str | Path], config: ReportConfig | None = None, *, ou
     runs = list(runs)
     if out is None:
         out = Path(runs[0]) / "report" if len(runs) == 1 else Path("report")
-    return write_report(runs, out, figures=figures)
+    return write_report(runs, out, figures=figures, overwrite=overwrite)
 
 
 def mask_sparsity(masks: str | Path):

@@ -84,7 +84,10 @@ def add_report(sub) -> None:
     p = sub.add_parser("report", help="report.md + figures: runs averaged over seeds, against sparsity")
     p.add_argument("runs", nargs="+", metavar="PATH",
                    help="run directories and/or folders searched recursively for complete runs")
-    p.add_argument("--out", help="report folder (default PATH/report for one PATH, else ./report)")
+    p.add_argument("--out", help="report folder (default PATH/report for one PATH, else ./report); an "
+                   "earlier srnet report there is rewritten")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a report.md in --out that srnet did not write")
     add_config_flags(p, ReportConfig)
     plugins_flag(p)
     p.set_defaults(func=cmd_report)
@@ -93,7 +96,8 @@ def add_report(sub) -> None:
 def cmd_report(args) -> int:
     from srnet.api import report as write_report
 
-    report = write_report(args.runs, out=args.out, plugins=args.plugins, **config_values(args, ReportConfig))
+    report = write_report(args.runs, out=args.out, plugins=args.plugins, overwrite=args.overwrite,
+                          **config_values(args, ReportConfig))
     print("\n".join(report.tables))
     print(f"wrote {report.path} and {len(report.figures)} figures")
     return 0

@@ -107,6 +107,25 @@ def release(folder: Path, token: str, name: str = STAGE_LOCK) -> None:
 
 
 @contextmanager
+def holding(folder: Path, name: str, busy: str) -> Iterator[None]:
+    """Hold ``folder``'s lock ``name`` while the block writes there; ``SrnetError`` ``busy: (holder)``
+    when another live process holds it.  A folder the lock created is removed again when the block
+    leaves it empty (a failed command leaves nothing behind)."""
+    from srnet.errors import SrnetError
+
+    created = not folder.exists()
+    lock = acquire(folder, name)
+    if lock.token is None:
+        raise SrnetError(f"{busy} ({lock.note})")
+    try:
+        yield
+    finally:
+        release(folder, lock.token, name)
+        if created and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+@contextmanager
 def exclusive(folder: Path, name: str) -> Iterator[None]:
     """Hold ``folder``'s guard of ``name`` while checking for and building a shared file (a cached
     resource): a second process waits here, then finds the file written.  The guard is removed on

@@ -11,8 +11,6 @@ as failed (``rescore_rejected``).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,7 +89,8 @@ def attack_run(
     source = str(run.model) if is_run else model
     check_weights_digest(source)
     graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
-    with holding(Path(out), attack):  # two attacks never write one result set
+    busy = f"{out}: another srnet attack '{attack}' is writing there; wait for it or give another --out"
+    with locks.holding(Path(out), f".{attack}.lock", busy):  # two attacks never write one result set
         for suffix in (".json", ".jsonl"):  # checked under the lock, before the model loads
             refuse_existing(Path(out) / f"{attack}{suffix}", overwrite)
         tokenizer = load_tokenizer(source)
@@ -130,23 +129,6 @@ def attack_run(
         report = _write_results(Path(out), summary, attacked, outcomes, space.names, config.examples)
         report.shared = attacker.shared()
         return report
-
-
-@contextmanager
-def holding(out: Path, attack: str) -> Iterator[None]:
-    """``out``'s lock for ``attack`` while the block runs; one line when another process holds it.
-    A folder the lock created is removed again when the block leaves it empty."""
-    name, created = f".{attack}.lock", not out.exists()
-    lock = locks.acquire(out, name)
-    if lock.token is None:
-        raise SrnetError(f"{out}: another srnet attack '{attack}' is writing there ({lock.note}); wait "
-                         "for it to end, or give another --out")
-    try:
-        yield
-    finally:
-        locks.release(out, lock.token, name)
-        if created and out.is_dir() and not any(out.iterdir()):  # a failed attack leaves nothing
-            out.rmdir()
 
 
 def _examples_to_attack(recipe: Recipe, task, spec, n: int | None, seed: int) -> tuple[list[int], list]:

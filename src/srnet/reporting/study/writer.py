@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.io import atomic_write_text
+from srnet.io import atomic_write_text, check_creatable
 from srnet.reporting.runs import Run, find_runs, load_run, split_grid_points
 from srnet.reporting.stats import cohorts, group_runs
 from srnet.reporting.study.base import (
@@ -22,6 +22,7 @@ from srnet.reporting.study.base import (
     ordered,
     relative,
 )
+from srnet.rundir import locks
 
 log = logging.getLogger("srnet.reporting")
 
@@ -72,21 +73,52 @@ def readable_runs(paths: Sequence[Path], skipped: list[str]) -> list[Run]:
     return runs
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool = True) -> Report:
+TITLE = "# srnet report"
+"""The first line of every report srnet writes (what it may rewrite without ``--overwrite``)."""
+
+
+def write_report(paths: Sequence[str | Path], out: str | Path, *, figures: bool = True,
+                 overwrite: bool = False) -> Report:
     """Find the complete runs under ``paths`` and write ``out/report.md`` plus PNG figures
-    (tables only with ``figures=False``): every registered section that applies, in order."""
+    (tables only with ``figures=False``): every registered section that applies, in order.
+    ``out`` is locked while it is written; a ``report.md`` there that srnet did not write is
+    replaced only with ``overwrite``."""
     out = Path(out)
     skipped: list[str] = []
     runs = split_grid_points(readable_runs(
         [p for p in find_runs(paths) if out.resolve() not in p.resolve().parents], skipped))
     if not runs:
         raise SrnetError(f"{', '.join(map(str, paths))}: no complete runs (no metrics.json under it)")
+    check_report_folder(out, overwrite)
+    busy = f"{out}: another srnet report is writing there; wait for it or give another --out"
+    with locks.holding(out, ".report.lock", busy):
+        return _write_report(paths, out, runs, skipped, figures)
+
+
+def check_report_folder(out: Path, overwrite: bool) -> None:
+    """``out`` is a folder (or can be one) whose ``report.md``, if any, is an srnet report."""
+    if out.exists() and not out.is_dir():
+        raise SrnetError(f"--out {out}: is a file; give a folder for report.md and its figures")
+    check_creatable(out, "--out")
+    target = out / "report.md"
+    if overwrite or not target.exists():
+        return
+    try:
+        first = target.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+    except OSError as exc:
+        raise SrnetError(f"{target}: unreadable ({exc.strerror}); pass --overwrite to replace it") from None
+    if first != TITLE:
+        raise SrnetError(f"{target}: exists and is not an srnet report; pass --overwrite to replace it")
+
+
+def _write_report(paths: Sequence[str | Path], out: Path, runs: list[Run], skipped: list[str],
+                  figures: bool) -> Report:
     comparable = [s for s in cohorts(runs) if s.id_splits or s.ood_splits]
     found = [RunSet(i, s, group_runs(s)) for i, s in enumerate(comparable, 1)]
     study = Study([Path(p) for p in paths], out, runs, found, figures)
     report = Report(out / "report.md")
     unscored = len(runs) - sum(len(s.runs) for s in comparable)
-    lines = ["# srnet report", "",
+    lines = [TITLE, "",
              f"{len(runs) - unscored} complete runs in {len(found)} section(s) of comparable runs (same "
              f"task, same evaluation splits and sizes). {INTRO}"]
     if skipped:
