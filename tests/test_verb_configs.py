@@ -114,8 +114,8 @@ def test_stage_keys_hold_at_the_configs_defaults():
 
 
 @pytest.mark.parametrize(("settings", "message"), [
-    ({"n": "5"}, "--n 5: Input should be a valid integer"),
-    ({"n": True}, "--n True: Input should be a valid integer"),
+    ({"n": "5"}, "--n '5': expected an integer, got str"),
+    ({"n": True}, "--n True: expected an integer, got bool"),
     ({"seed": -5}, "--seed -5: Input should be greater than or equal to 0"),
 ])
 def test_attack_counts_are_integers_not_coerced(settings, message):

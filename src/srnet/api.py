@@ -8,11 +8,13 @@ handler imports from here only, besides table formatting).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
+from pydantic import ValidationError
 
 from srnet.config import Recipe, apply_overrides, load_recipe, load_run_recipe, recipe_from_dict
 from srnet.errors import SrnetError
@@ -69,8 +71,8 @@ def demo(
     already completed, return its finished result again (``overwrite`` starts it over)."""
     from srnet.experiments.demo import run_demo
 
-    return run_demo(data_dir, output_dir, overrides, resume=resume, overwrite=overwrite, seeds=seeds,
-                    progress=progress)
+    return run_demo(data_dir, _path("output_dir", output_dir), overrides, resume=resume, overwrite=overwrite,
+                    seeds=_integer("seeds", seeds, None), progress=progress)
 
 
 def sweep(
@@ -90,7 +92,8 @@ def sweep(
     from srnet.experiments.sweep.execute import check_executor, execute, refuse_worker_reentry
     from srnet.experiments.sweep.plan import describe_plan, load_sweep, plan_sweep, record_sweep
 
-    check_executor(executor, workers, gpus_per_stage)  # before anything is written
+    path = _path("path", path)
+    check_executor(executor, _integer("workers", workers, 1), gpus_per_stage)  # before anything is written
     refuse_worker_reentry()
     data = load_sweep(path, overrides)
     jobs = plan_sweep(data, str(path))
@@ -104,8 +107,34 @@ def sweep(
                    progress=progress)
 
 
+def _path(name: str, value: object) -> Path:
+    """``value`` as a path; one line naming the argument ``name`` unless it is a non-empty str or
+    ``os.PathLike``."""
+    if not isinstance(value, str | os.PathLike) or not str(value).strip():
+        raise SrnetError(f"{name}: expected a file or folder path, got {value!r}")
+    return Path(value)
+
+
+def _integer(name: str, value: object, minimum: int | None = 0) -> int:
+    """``value``, an int (not a bool) >= ``minimum`` (None: any; the verb checks its range);
+    one line naming ``name`` otherwise."""
+    if not isinstance(value, int) or isinstance(value, bool) or (minimum is not None and value < minimum):
+        raise SrnetError(f"{name}: expected an integer{f' >= {minimum}' if minimum is not None else ''}, "
+                         f"got {value!r}")
+    return value
+
+
+def _fraction(name: str, value: object) -> float:
+    """``value``, a number (not a bool) in [0, 1); one line naming ``name`` otherwise."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < 1:
+        raise SrnetError(f"{name}: expected a number in [0, 1), got {value!r}")
+    return float(value)
+
+
 def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:
     """Resolve any accepted recipe form, applying dotted overrides."""
+    if recipe is not None and not isinstance(recipe, Recipe | dict):
+        _path("recipe", recipe)
     if isinstance(recipe, Recipe):
         data = recipe.model_dump(mode="json")
         return recipe_from_dict(apply_overrides(data, overrides or []))
@@ -162,6 +191,7 @@ def evaluate(
     A one-shot ``pruning`` section (omp, random, fixed) is applied first, so this also evaluates
     a pruned-without-retraining subnetwork.
     """
+    model = str(_path("model", model))
     base = as_recipe(recipe, overrides).model_dump(mode="json")
     base["data"]["train"] = None
     if RunDir(Path(model)).model.is_dir():
@@ -184,6 +214,7 @@ def fit_bias(
     (``srnet bias fit``)."""
     from srnet.experiments.verbs.bias_fit import fit_bias as fit
 
+    out = _path("out", out)
     return fit(as_recipe(recipe, overrides), out, overwrite=overwrite)
 
 
@@ -202,6 +233,7 @@ def difficulty(
     from srnet.experiments.verbs.bias_fit import write_training_difficulty
 
     resolved = DifficultyConfig.resolve(config, settings)
+    out = _path("out", out)
     return write_training_difficulty(as_recipe(recipe, overrides), predictions, resolved.alpha, out,
                                      allow_collapsed=resolved.allow_collapsed)
 
@@ -218,7 +250,9 @@ def predict(run: str | Path, config: PredictConfig | None = None, *, output: str
     from srnet.experiments.verbs.split_predictions import predict_run_split
 
     split = PredictConfig.resolve(config, settings).split
+    run = _path("run", run)
     if output is not None:
+        output = _path("output", output)
         from srnet.export.checkpoint import RUN_MARKERS
         from srnet.io import check_new_file
 
@@ -240,9 +274,12 @@ def report(runs: Iterable[str | Path], config: ReportConfig | None = None, *, ou
 
     figures = ReportConfig.resolve(config, settings).figures
     load_plugins(plugins)
-    runs = list(runs)
+    runs = [_path("runs", run) for run in ([runs] if isinstance(runs, str | Path) else runs)]
+    if not runs:
+        raise SrnetError("runs: give at least one run folder or a folder of runs")
     if out is None:
         out = Path(runs[0]) / "report" if len(runs) == 1 else Path("report")
+    out = _path("out", out)
     return write_report(runs, out, figures=figures, overwrite=overwrite)
 
 
@@ -251,7 +288,7 @@ def mask_sparsity(masks: str | Path):
     from srnet.evaluation.mask_analysis import sparsity_table
     from srnet.sparsity.mask_io import load_masks
 
-    loaded, meta = load_masks(masks)
+    loaded, meta = load_masks(_path("masks", masks))
     return sparsity_table(loaded), meta
 
 
@@ -261,21 +298,24 @@ def compare_masks(a: str | Path, b: str | Path):
     from srnet.evaluation.mask_analysis import compare_masks as compare
     from srnet.sparsity.mask_io import load_masks
 
-    return compare(load_masks(a)[0], load_masks(b)[0], labels=(str(a), str(b)))
+    first, second = _path("a", a), _path("b", b)
+    return compare(load_masks(first)[0], load_masks(second)[0], labels=(str(a), str(b)))
 
 
 def draw_ticket(source: str | Path, sparsity: float, out: str | Path, *, overwrite: bool = False):
     """A ticket at ``sparsity`` from a run's learned scores (``srnet masks draw``); its metadata."""
     from srnet.sparsity.tickets import write_ticket
 
-    return write_ticket(source, sparsity, out, overwrite=overwrite)
+    return write_ticket(_path("source", source), _fraction("sparsity", sparsity),
+                        _path("out", out), overwrite=overwrite)
 
 
 def random_like(masks: str | Path, out: str | Path, seed: int = 0, *, overwrite: bool = False):
     """A random mask with the same per-matrix sparsity as ``masks`` (``srnet masks random-like``)."""
     from srnet.sparsity.tickets import write_random_like
 
-    return write_random_like(masks, out, seed, overwrite=overwrite)
+    return write_random_like(_path("masks", masks), _path("out", out),
+                             _integer("seed", seed), overwrite=overwrite)
 
 
 @takes(TransferConfig)
@@ -293,6 +333,7 @@ def transfer(
     from srnet.experiments.verbs.transfer import transfer as run_transfer
 
     out_dir = TransferConfig.resolve(config, settings).out_dir
+    mask = _path("mask", mask)
     recipes = [_model_checked(as_recipe(task, overrides)) for task in tasks]
     return run_transfer(mask, recipes, out_dir=out_dir, overwrite=overwrite)
 
@@ -322,8 +363,9 @@ def attack(
     from srnet.experiments.verbs.attack import attack_run
 
     resolved_config = AttackConfig.resolve(config, settings)
+    out = None if out is None else _path("out", out)
     load_plugins(plugins)
-    run_config = RunDir(Path(model)).config
+    run_config = RunDir(_path("model", model)).config
     if recipe is not None:
         resolved = as_recipe(recipe, overrides)
     else:
@@ -349,6 +391,7 @@ def prune_(
     """
     from accelerate.utils import send_to_device
 
+    from srnet.config import validation_line
     from srnet.losses import build_loss
     from srnet.pruning import build_method
     from srnet.pruning.base import Calibration, OneShotMethod
@@ -356,8 +399,11 @@ def prune_(
     from srnet.pruning.lifecycle import prune
     from srnet.training.objectives import Standard, loss_backward
 
-    cfg = config if isinstance(config, PruningConfig) else PruningConfig.model_validate(config)
-    method = build_method(cfg, seed)
+    try:
+        cfg = config if isinstance(config, PruningConfig) else PruningConfig.model_validate(config)
+    except ValidationError as exc:
+        raise SrnetError(validation_line("config", exc)) from None
+    method = build_method(cfg, _integer("seed", seed))
     if not isinstance(method, OneShotMethod):
         raise SrnetError(f"method '{cfg.method}' learns its mask; use srnet.run with a training split")
 
@@ -417,14 +463,16 @@ def compress(
     written); ``dry_run`` prints the plan and the estimate and trains nothing."""
     from srnet.experiments.verbs.compress import compress as run
 
-    return run(model, CompressConfig.resolve(config, settings), recipe=recipe, overrides=overrides, out=out,
+    resolved = CompressConfig.resolve(config, settings)
+    model, out = str(_path("model", model)), _path("out", out)
+    return run(model, resolved, recipe=recipe, overrides=overrides, out=out,
                resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
 
 
 def metrics(run: str | Path) -> RunMetrics:
     """The run record (``metrics.json``, typed) of a finished run directory (any srnet version's:
     unknown keys are kept, every field is optional); one-line SrnetError when it is not a run."""
-    return read_metrics(run)
+    return read_metrics(_path("run", run))
 
 
 def info() -> dict[str, Any]:
@@ -443,4 +491,4 @@ def load_model(path: str | Path) -> torch.nn.Module:
     """Load an ``srnet export`` folder (shrunk or not) strictly, in eval mode."""
     from srnet.export.checkpoint import load_model as load
 
-    return load(path)
+    return load(_path("path", path))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Self, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
@@ -40,13 +40,40 @@ class VerbConfig(BaseModel):
         validated: TypeError for an unknown keyword, one-line SrnetError for a bad value."""
         if config is not None and not isinstance(config, cls):
             raise TypeError(f"config: expected a {cls.__name__}, got {type(config).__name__}")
-        for name in settings:
+        for name, value in settings.items():
             if name not in cls.model_fields:
                 raise TypeError(f"unexpected keyword argument '{name}' (settings: {list(cls.model_fields)})")
+            check_number(flag_name(name, cls.model_fields[name]), cls.model_fields[name].annotation, value)
         try:
             return cls.model_validate({**(config.model_dump() if config else {}), **settings})
         except ValidationError as exc:
             raise SrnetError(setting_error(cls, exc)) from None
+
+
+def _base_types(annotation: Any) -> set[Any]:
+    """The plain types an annotation admits (``int | None`` -> {int, NoneType}; ``Annotated`` and
+    list items unwrapped; a list also admits ``list``)."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _base_types(args[0])
+    if origin in (list, tuple, set) and args:
+        return {origin, *_base_types(args[0])}
+    if args:
+        return set().union(*(_base_types(a) for a in args))
+    return {annotation}
+
+
+def check_number(flag: str, annotation: Any, value: Any) -> None:
+    """A numeric setting given from Python takes numbers only: no bool, no text ("5") where an int
+    or float is meant (pydantic's lax mode would take both); one line naming the setting."""
+    types = _base_types(annotation)
+    if not types & {int, float} or str in types:
+        return
+    items = value if isinstance(value, list | tuple) and types & {list, tuple} else [value]
+    for item in items:
+        if isinstance(item, bool | str):
+            kind = "an integer" if int in types and float not in types else "a number"
+            raise SrnetError(f"{flag} {item!r}: expected {kind}, got {type(item).__name__}")
 
 
 def flag_name(name: str, field: FieldInfo) -> str:
