@@ -456,3 +456,41 @@ def test_an_unloadable_graph_of_an_export_without_checksums_is_one_line(shipped_
     assert err[0].endswith("using the file unchecked (re-export to record one)")
     assert len(err) == 2, err
     assert err[1].startswith(f"error: {export / 'model.onnx'}: ONNX Runtime cannot load it (")
+
+
+def _drop_record(export):
+    (export / EXPORT_INFO_FILENAME).unlink()
+
+
+def _onnx_null(export):
+    info = json.loads((export / EXPORT_INFO_FILENAME).read_text())
+    (export / EXPORT_INFO_FILENAME).write_text(json.dumps({**info, "onnx": None}))
+
+
+def _onnx_text(export):
+    info = json.loads((export / EXPORT_INFO_FILENAME).read_text())
+    (export / EXPORT_INFO_FILENAME).write_text(json.dumps({**info, "onnx": "yes"}))
+
+
+@needs_onnx
+@pytest.mark.parametrize(("fault", "message"), [
+    (_drop_record, r"/model\.onnx: shipped without the srnet_export\.json that records its SHA-256, so it "
+                   r"cannot be checked; re-export the model"),
+    (_onnx_null, r"/model\.onnx: not listed in srnet_export\.json, so it cannot be checked; re-export the "
+                 r"model"),
+    (_onnx_text, r"/srnet_export\.json: 'onnx' must be an object or null, got 'yes'; re-export the model"),
+], ids=["record-deleted", "onnx-null", "onnx-text"])
+def test_a_shipped_graph_without_a_record_to_check_it_is_one_line_never_a_rebuild(
+        shipped_export, tmp_path, capsys, fault, message):
+    """``evaluation.runtime=onnx`` on an export whose graphs its srnet_export.json does not list
+    (deleted, ``"onnx": null``) or lists wrongly (``"onnx": "yes"``) is refused in one line; it
+    never builds a graph in memory and ignores the (maybe tampered) shipped file."""
+    export = shipped_copy(shipped_export, tmp_path)
+    fault(export)
+    recipe = str(shipped_export["root"] / "recipe.yaml")
+    capsys.readouterr()
+    assert main(["evaluate", str(export), "--recipe", recipe, "--output-dir", str(tmp_path / "runs"),
+                 "--set", "evaluation.runtime=onnx-int8"]) == 2
+    err = capsys.readouterr().err
+    assert re.fullmatch(f"error: .*{message}\n", err), err
+    assert not (tmp_path / "runs" / "eval_export").exists()

@@ -255,14 +255,31 @@ def shipped_graphs(model: str | Path | None, quantize: str | None = None) -> dic
     ``srnet_export.json`` records: a listed file that is missing or differs is one
     :class:`SrnetError` line naming it; an export written before srnet recorded digests is read
     unchecked, with one warning.  Empty when ``model`` is not an export (a hub id, ``default``, a
-    run directory) or ships no graph: the caller builds one in memory."""
+    run directory) or ships no graph: the caller builds one in memory.  A folder holding a graph
+    that no ``srnet_export.json`` lists (the record deleted, or ``"onnx": null``) is one line: its
+    graph cannot be checked, and a graph built in memory would not be the file that ships."""
     folder = Path(model).expanduser() if model is not None else None
-    if folder is None or not (folder / EXPORT_INFO_FILENAME).is_file():
+    if folder is None or not folder.is_dir():
+        return {}
+    graphs = [name for name in (ONNX_FILENAME, INT8_FILENAME) if (folder / name).is_file()]
+    if not (folder / EXPORT_INFO_FILENAME).is_file():
+        if graphs:
+            raise SrnetError(f"{folder / graphs[0]}: shipped without the {EXPORT_INFO_FILENAME} that records "
+                             "its SHA-256, so it cannot be checked; re-export the model")
         return {}
     info = _export_info(folder)
-    listed = [ONNX_FILENAME] if info.get("onnx") else []
-    if listed and quantize is not None and info["onnx"].get("int8"):
+    onnx = info.get("onnx")
+    if onnx is not None and not isinstance(onnx, dict):
+        raise SrnetError(f"{folder / EXPORT_INFO_FILENAME}: 'onnx' must be an object or null, got "
+                         f"{onnx!r}; re-export the model")
+    listed = [ONNX_FILENAME] if onnx else []
+    if listed and quantize is not None and onnx.get("int8"):
         listed.append(INT8_FILENAME)
+    unlisted = [name for name in graphs if name not in listed and not (name == INT8_FILENAME and onnx
+                                                                       and onnx.get("int8"))]
+    if unlisted:
+        raise SrnetError(f"{folder / unlisted[0]}: not listed in {EXPORT_INFO_FILENAME}, so it cannot be "
+                         "checked; re-export the model")
     return {name: _read_shipped(folder, name, info) for name in listed}
 
 
