@@ -21,6 +21,7 @@ from srnet.evaluation.attacks.judge import LabelJudge, cached_judge, read_judge,
 from srnet.evaluation.attacks.polarity import Polarity, log_odds, read_vader
 from srnet.evaluation.attacks.strict import _negated_form
 from srnet.evaluation.attacks.text import Words
+from srnet.io import file_sha256
 from srnet.tasks.base import Example
 
 SENTENCES = [
@@ -138,6 +139,30 @@ def test_judge_trains_saves_reloads_and_refuses_other_labels_or_changed_files(tm
         read_judge(path)
     with pytest.raises(SrnetError, match="not found"):
         read_judge(tmp_path / "none.npz")
+
+
+@pytest.mark.parametrize("fault", ["flipped-byte", "sidecar-list", "sidecar-text"])
+def test_a_corrupt_cached_judge_is_rebuilt_and_a_corrupt_saved_one_is_one_line(tmp_path, monkeypatch, fault):
+    """A flipped byte in the cached ``.npz`` (a BadZipFile once loaded) or a sidecar of the wrong
+    type is caught by the SHA-256 check before loading: the cache is rebuilt, as the docs say, and
+    a judge given by path is refused in one line."""
+    monkeypatch.setattr("srnet.evaluation.attacks.judge.SentenceEncoder", lambda name: _Encoder())
+    source = _sst2_like(tmp_path / "train.jsonl")
+    examples = [Example(str(i), t, None, i % 2) for i, t in enumerate(["a good film", "a bad film"] * 4)]
+    labels, cache = ("negative", "positive"), tmp_path / "cache"
+    first = cached_judge(source, lambda: examples, labels, "table", folder=cache)
+    path = Path(first.record["file"])
+    if fault == "flipped-byte":
+        data = bytearray(path.read_bytes())
+        data[len(data) // 3] ^= 0xFF
+        path.write_bytes(bytes(data))
+    else:
+        path.with_suffix(".json").write_text("[1, 2]" if fault == "sidecar-list" else '"text"')
+    corrupt = r"^judge .*: SHA-256 differs from judge_\w+\.json \(changed or corrupt\)$"
+    with pytest.raises(SrnetError, match=corrupt):
+        read_judge(path)
+    again = cached_judge(source, lambda: examples, labels, "table", folder=cache)
+    assert np.array_equal(again.weight, first.weight) and again.record["sha256"] == file_sha256(path)
 
 
 def test_two_processes_wanting_the_default_judge_train_it_once(tmp_path, caplog, monkeypatch):

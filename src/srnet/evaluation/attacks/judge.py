@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,14 +132,17 @@ def read_judge(path: Path) -> LabelJudge:
         raise SrnetError(f"judge {path}: file not found")
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SrnetError(f"judge {path}: unreadable ({type(exc).__name__}; it needs {sidecar.name} beside it)"
+                         ) from None
+    if not isinstance(record, dict) or record.get("sha256") != file_sha256(path):  # checked before loading
+        raise SrnetError(f"judge {path}: SHA-256 differs from {sidecar.name} (changed or corrupt)")
+    try:
         with np.load(path) as loaded:
             weight, bias = loaded["weight"], loaded["bias"]
             labels = tuple(str(x) for x in loaded["labels"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise SrnetError(f"judge {path}: unreadable ({type(exc).__name__}; it needs {sidecar.name} beside it)"
-                         ) from None
-    if record.get("sha256") != file_sha256(path):
-        raise SrnetError(f"judge {path}: SHA-256 differs from {sidecar.name} (changed or corrupt)")
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise SrnetError(f"judge {path}: unreadable ({type(exc).__name__})") from None
     if weight.ndim != 2 or weight.shape[0] != len(labels) or bias.shape != (len(labels),):
         raise SrnetError(f"judge {path}: weight {weight.shape} and bias {bias.shape} do not fit "
                          f"{len(labels)} labels")
