@@ -88,7 +88,7 @@ def main() -> None:
         model=dense.model, args=arguments("poe_mask", 2, 5e-5), train_dataset=train,
         processing_class=tokenizer,
         pruning={"method": "mask_train", "sparsity": 0.5, "params": {"init": "hard", "mask_lr": 3e-4}},
-        loss="poe", bias_predictions=out / "bias" / "train.jsonl",
+        loss={"name": "poe", "bias_predictions": str(out / "bias" / "train.jsonl")},
     )
     before = {"dev": accuracy(dense, dev), "challenge": accuracy(dense, challenge, two_way=True)}
     moved = masked.train().metrics["mask_flipped"]  # a mask that never left its start would be noise

@@ -125,7 +125,8 @@ def test_a_plugin_input_reaches_the_trainer(toy_input, tmp_path, tiny_model_dir)
                              logging_steps=1)
     model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
     trainer = SrnetTrainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
-                           loss="weighted_ce", inputs={"example_weights": weights_file(tmp_path, 0.0)})
+                           loss={"name": "weighted_ce",
+                                 "inputs": {"example_weights": str(weights_file(tmp_path, 0.0))}})
     trainer.train()
     losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
     assert losses == [0.0, 0.0]

@@ -22,9 +22,11 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trai
 from conftest import save_tiny_model, synthetic_split, tiny_classifier
 from srnet import api
 from srnet.bias import write_bias_predictions
+from srnet.config import LossConfig
 from srnet.errors import SrnetError
 from srnet.evaluation.predict import predict_logits
-from srnet.integrations.transformers import SrnetTrainer, collapse_line
+from srnet.experiments.verbs.config import ExportConfig
+from srnet.integrations.transformers import DEPRECATED_LOSS_KEYWORDS, SrnetTrainer, collapse_line
 from srnet.sparsity.mask_io import load_masks
 from srnet.tasks import generate_synthetic
 
@@ -73,7 +75,8 @@ def arguments(out, **extra) -> TrainingArguments:
 def make_trainer(setting, out, pruning, loss="ce", model=None, train=None, **extra) -> SrnetTrainer:
     tokenizer = setting["tokenizer"]
     args = {k: extra.pop(k) for k in list(extra) if k in TrainingArguments.__dataclass_fields__}
-    extra.setdefault("bias_predictions", setting["bias"])
+    if isinstance(loss, str) and not DEPRECATED_LOSS_KEYWORDS.keys() & extra.keys():
+        loss = {"name": loss, "bias_predictions": str(setting["bias"])}  # the recipe's loss section
     return SrnetTrainer(
         model=model or AutoModelForSequenceClassification.from_pretrained(setting["model"]),
         args=arguments(out, **args), train_dataset=train or encoded(tokenizer, setting["train"]),
@@ -301,7 +304,7 @@ def test_masking_a_model_loaded_from_a_checkpoint_is_refused_unless_resumed(sett
     (lambda s: {"train": encoded(s["tokenizer"], s["train"], ids=False)}, "needs a 'id' column"),
     (lambda s: {"train": encoded(s["tokenizer"], generate_synthetic("train", N_TRAIN + 4, seed=0))},
      "synthetic-train"),
-    (lambda s: {"bias_predictions": None}, "needs bias_predictions="),
+    (lambda s: {"bias_predictions": None}, "needs loss={'bias_predictions': ...}"),
     (lambda s: {"model": tiny_classifier("albert", embedding_size=16, inner_group_num=2)},
      "cannot be masked in full"),
     (lambda s: {"optimizers": (torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1), None)},
@@ -315,6 +318,46 @@ def test_bad_input_fails_in_one_line_before_training(setting, tmp_path, change, 
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_loss_is_the_recipe_s_section_and_the_old_keywords_warn_once(setting, tmp_path, monkeypatch):
+    """``loss=`` takes a name, the recipe's loss section or a LossConfig; the six keywords it
+    replaces still work, each warning once per process, and give the same loss and extras; a
+    deprecated keyword beside a section is one line, before any output folder."""
+    import srnet.integrations.transformers as integration
+
+    monkeypatch.setattr(integration, "_WARNED", set())
+    section = make_trainer(setting, tmp_path / "a", "dense", LossConfig(name="poe", params={"anneal": True},
+                                                                        bias_predictions=str(setting["bias"])))
+    with pytest.warns(FutureWarning) as caught:
+        old = make_trainer(setting, tmp_path / "b", "dense", "poe", bias_predictions=setting["bias"],
+                           loss_params={"anneal": True})
+    assert sorted(str(w.message).split("(")[1].split("=")[0] for w in caught) == ["bias_predictions",
+                                                                                  "loss_params"]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second use does not warn again
+        make_trainer(setting, tmp_path / "c", "dense", "poe", bias_predictions=setting["bias"],
+                     loss_params={"anneal": True})
+    assert section.loss_config == old.loss_config and section.srnet_loss.params.anneal
+    assert section._extras.keys() == old._extras.keys() == {"bias_log_probs"}
+    for key, rows in section._extras.items():
+        assert all(np.array_equal(rows[i], old._extras[key][i]) for i in rows)
+    with pytest.raises(SrnetError, match=r"^SrnetTrainer: teacher= and loss=dict both set the loss; give "
+                                         r"teacher inside loss= only$"):
+        make_trainer(setting, tmp_path / "bad", "dense", {"name": "ce"}, teacher="t.jsonl")
+    assert not (tmp_path / "bad").exists()
+
+
+def test_export_takes_the_export_verb_s_config(setting, tmp_path):
+    trainer = make_trainer(setting, tmp_path / "hf", {"method": "omp", "sparsity": 0.5,
+                                                      "granularity": "head+neuron"}, max_steps=1)
+    trainer.train()
+    export = trainer.export(tmp_path / "export", ExportConfig(shrink=True))
+    assert (export / "modeling_srnet.py").is_file()  # shrunk
+    with pytest.raises(SrnetError, match="--quantize int8 quantizes the ONNX graph: add --onnx"):
+        trainer.export(tmp_path / "export2", quantize="int8")
 
 
 def test_the_example_script_runs_offline(setting, tmp_path):

@@ -4,7 +4,7 @@ debiasing loss, without a srnet recipe.
 >>> from srnet.integrations.transformers import SrnetTrainer
 >>> trainer = SrnetTrainer(model=model, args=args, train_dataset=train, eval_dataset=dev,
 ...                        processing_class=tokenizer, pruning={"method": "mask_train", "sparsity": 0.5},
-...                        loss="poe", bias_predictions="bias/train.jsonl")
+...                        loss={"name": "poe", "bias_predictions": "bias/train.jsonl"})
 >>> trainer.train()
 >>> trainer.export("subnetwork")            # srnet's export: plain HF checkpoint + model card
 
@@ -15,7 +15,10 @@ What the subclass adds to ``Trainer`` (every ``TrainingArguments`` setting keeps
   ``mask_lr`` (same warm-up/decay), the method's ``on_step`` after each optimizer step (its
   schedule; IMP's rewinds clear the optimizer state), its penalty added to the loss, and
   ``freeze`` (the exact mask at the current target) before every evaluation, save and at the end;
-* **the loss**: the registered srnet loss on the model's logits, a per-batch mean (the Trainer
+* **the loss** (``loss=``: a loss name, or the recipe's ``loss`` section as a dict or
+  :class:`srnet.config.LossConfig`; the older ``loss_params=``, ``bias_predictions=``,
+  ``teacher=``, ``difficulty=`` and ``inputs=`` keywords still work for one release, each warning
+  once): the registered srnet loss on the model's logits, a per-batch mean (the Trainer
   divides it for gradient accumulation); evaluation reports cross-entropy as ``eval_loss``.  Its
   extras (bias log-probs, teacher probs, difficulty) are read once and joined to each training
   batch by the train dataset's example-id column, which the Trainer would otherwise drop;
@@ -35,6 +38,7 @@ passed in through ``optimizers=`` (the mask parameters need their own group): bo
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,15 +49,16 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from transformers import Trainer, TrainerCallback
 
+from srnet.config import LossConfig
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
+from srnet.experiments.verbs.config import ExportConfig
 from srnet.export import bake_masks, export_model
 from srnet.io import atomic_write, first_line
 from srnet.loss_inputs import (
     BUILT_IN_SOURCES,
     ReadContext,
     batch_inputs,
-    check_plugin_sources,
     note_unread,
     read_inputs,
 )
@@ -90,9 +95,7 @@ class SrnetTrainer(Trainer):
 
     def __init__(self, model=None, args=None, *,
                  pruning: str | Mapping[str, Any] | PruningConfig | None = None,
-                 loss: str = "ce", loss_params: Mapping[str, Any] | None = None,
-                 bias_predictions: str | Path | None = None, teacher: str | Path | None = None,
-                 difficulty: str | Path | None = None, inputs: Mapping[str, str | Path] | None = None,
+                 loss: str | Mapping[str, Any] | LossConfig = "ce",
                  id_column: str = "id", seed: int | None = None, **kwargs: Any) -> None:
         if model is None:
             raise SrnetError("SrnetTrainer needs a model (model_init is not supported: the masks "
@@ -106,14 +109,14 @@ class SrnetTrainer(Trainer):
         # every check that needs no Trainer runs first: a refusal leaves no output folder behind
         load_entry_points()  # installed plug-ins (a method, a loss) are known here as in `srnet run`
         self.pruning_config = _pruning_config(pruning)
-        self.srnet_loss = build_loss(loss, loss_params)
+        old = {k: kwargs.pop(k) for k in DEPRECATED_LOSS_KEYWORDS if k in kwargs}
+        self.loss_config = _loss_config(loss, old)
+        self.srnet_loss = build_loss(self.loss_config.name, self.loss_config.params)
         method_seed = seed if seed is not None else getattr(args, "seed", 42)  # TrainingArguments' default
         self.method: PruningMethod = build_method(self.pruning_config, method_seed)
         self.method.check(model)  # a model the method cannot mask fails here, before training
         self.id_column = id_column
-        check_plugin_sources(inputs or {}, BUILT_IN_SOURCES, _spell_kwarg)
-        files = {**(inputs or {}), "bias_predictions": bias_predictions, "teacher": teacher,
-                 "difficulty": difficulty}
+        files = self.loss_config.input_files()
         self._extras = _read_extras(self.srnet_loss, model, kwargs.get("train_dataset"), id_column, files)
         super().__init__(model=model, args=args, **kwargs)
         if self.is_fsdp_enabled or self.is_deepspeed_enabled:
@@ -346,23 +349,26 @@ class SrnetTrainer(Trainer):
             trained_digest=weights_digest(baked),
         )
 
-    def export(self, out: str | Path, *, shrink: bool = False, onnx: bool = False,
-               quantize: str | None = None, overwrite: bool = False) -> Path:
+    def export(self, out: str | Path, config: ExportConfig | None = None, *, overwrite: bool = False,
+               **settings: Any) -> Path:
         """``srnet export``'s writer on the trained model: a plain Hugging Face checkpoint with the
-        masks baked in (``shrink``: pruned heads/neurons removed; ``onnx``/``quantize``: the ONNX
-        graphs), ``srnet_export.json`` and a model card naming this trainer's settings."""
+        masks baked in, ``srnet_export.json`` and a model card naming this trainer's settings.  How
+        it is written is ``srnet export``'s :class:`ExportConfig` (or its fields as keywords:
+        ``shrink``: pruned heads/neurons removed; ``onnx``/``quantize``: the ONNX graphs)."""
+        export = ExportConfig.resolve(config, settings)
         if self.processing_class is None:
             raise SrnetError("export needs the tokenizer: pass processing_class= to SrnetTrainer")
         masks = self.masks()
         self.model.eval()
-        settings = {"pruning": self.pruning_config.model_dump(mode="json"),
+        recorded = {"pruning": self.pruning_config.model_dump(mode="json"),
                     "loss": {"name": self.srnet_loss.name, "params": self.srnet_loss.params.model_dump()},
                     "trainer": {"learning_rate": self.args.learning_rate, "max_steps": self.state.max_steps,
                                 "seed": self.args.seed}}
         baked = bake_masks(self.model, masks)  # once: the export saves it and the metadata digests it
         return export_model(self.model, masks, self.processing_class, out,
                             metadata=self.mask_metadata(masks, baked) if masks else None, overwrite=overwrite,
-                            shrink=shrink, onnx=onnx, quantize=quantize, baked=baked, recipe=settings)
+                            shrink=export.shrink, onnx=export.onnx, quantize=export.quantize, baked=baked,
+                            recipe=recorded)
 
 
 class _MethodSteps(TrainerCallback):
@@ -416,6 +422,54 @@ def _pruning_config(pruning: str | Mapping[str, Any] | PruningConfig | None) -> 
         raise SrnetError(validation_line("pruning", exc)) from None
 
 
+DEPRECATED_LOSS_KEYWORDS = {"loss_params": "params", "bias_predictions": "bias_predictions",
+                            "teacher": "teacher", "difficulty": "difficulty", "inputs": "inputs"}
+"""SrnetTrainer's loss keywords before ``loss=`` took the recipe's section -> that section's key."""
+_WARNED: set[str] = set()
+
+
+def _loss_config(loss: str | Mapping[str, Any] | LossConfig, old: Mapping[str, Any]) -> LossConfig:
+    """The validated loss section from ``loss=`` (a name, a section or a LossConfig) and the
+    deprecated keywords ``old`` (each warns once per process; with a section or LossConfig they
+    are refused in one line: two places would set one loss)."""
+    from pydantic import ValidationError
+
+    from srnet.config import validation_line
+
+    if old and not isinstance(loss, str):
+        first = next(iter(old))
+        raise SrnetError(f"SrnetTrainer: {first}= and loss={type(loss).__name__} both set the loss; give "
+                         f"{DEPRECATED_LOSS_KEYWORDS[first]} inside loss= only")
+    for name in old:
+        if name not in _WARNED:
+            _WARNED.add(name)
+            warnings.warn(f"SrnetTrainer({name}=...) is deprecated and will be removed in the next "
+                          f"release: pass loss={{'name': ..., '{DEPRECATED_LOSS_KEYWORDS[name]}': ...}} "
+                          "(the recipe's loss section)", FutureWarning, stacklevel=3)
+    if isinstance(loss, LossConfig):
+        return loss
+    if isinstance(loss, str):
+        section = {"name": loss, **{DEPRECATED_LOSS_KEYWORDS[k]: _as_text(v) for k, v in old.items()
+                                    if v is not None}}
+    elif isinstance(loss, Mapping):
+        section = dict(loss)
+    else:
+        raise SrnetError(f"loss={loss!r:.60}: expected a loss name, a loss section (dict) or a LossConfig")
+    try:
+        return LossConfig.model_validate(section)
+    except ValidationError as exc:
+        raise SrnetError(validation_line("loss", exc)) from None
+
+
+def _as_text(value: Any) -> Any:
+    """Paths as the strings a loss section holds (a mapping of them too)."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): _as_text(v) for k, v in value.items()}
+    return value
+
+
 def _read_extras(loss, model, train, id_column: str,
                  files: Mapping[str, str | Path | None]) -> dict[str, dict[str, np.ndarray]]:
     """The loss's extras by example id, read once; every training example must have a row."""
@@ -434,7 +488,8 @@ def _read_extras(loss, model, train, id_column: str,
 
 def _spell_kwarg(source: str) -> str:
     """How ``SrnetTrainer`` is given the file of the input read from ``source``."""
-    return f"{source}=" if source in BUILT_IN_SOURCES else f"inputs={{'{source}': ...}}"
+    return (f"loss={{'{source}': ...}}" if source in BUILT_IN_SOURCES
+            else f"loss={{'inputs': {{'{source}': ...}}}}")
 
 
 def _label_names(model) -> list[str] | None:
