@@ -59,11 +59,11 @@ def test_auto_mask_lr_is_capped_on_short_schedules_only():
 def test_auto_mask_lr_is_resolved_from_the_schedule_and_recorded(tmp_path, tiny_model_dir):
     result = api.run(recipe(tmp_path, tiny_model_dir, "auto", pruning=mask_train(mask_lr="auto")))
     budget = result.metrics.mask_budget
-    assert budget["rule"] == "auto" and budget["steps"] == 6 and budget["init"] == "hard"
-    assert budget["score_scale"] == pytest.approx(0.01, rel=0.01)  # half-way between 0.02 and ~0
-    assert budget["mask_lr"] == pytest.approx(auto_mask_lr(DEFAULT_REACH["hard"], budget["score_scale"], 6))
-    assert budget["capped"] and budget["steps_per_threshold"] == pytest.approx(MIN_STEPS_PER_THRESHOLD)
-    assert budget["reach"] == pytest.approx(implied_reach(budget["mask_lr"], budget["score_scale"], 6))
+    assert budget.rule == "auto" and budget.steps == 6 and budget.init == "hard"
+    assert budget.score_scale == pytest.approx(0.01, rel=0.01)  # half-way between 0.02 and ~0
+    assert budget.mask_lr == pytest.approx(auto_mask_lr(DEFAULT_REACH["hard"], budget.score_scale, 6))
+    assert budget.capped and budget.steps_per_threshold == pytest.approx(MIN_STEPS_PER_THRESHOLD)
+    assert budget.reach == pytest.approx(implied_reach(budget.mask_lr, budget.score_scale, 6))
     recorded = (result.run_dir / "config.yaml").read_text()
     assert "mask_reach: 0.65" in recorded  # the default is written into the run's config
 
@@ -71,15 +71,15 @@ def test_auto_mask_lr_is_resolved_from_the_schedule_and_recorded(tmp_path, tiny_
 def test_a_given_mask_lr_records_its_reach(tmp_path, tiny_model_dir):
     result = api.run(recipe(tmp_path, tiny_model_dir, "given", pruning=mask_train(mask_lr=0.01, init="soft")))
     budget = result.metrics.mask_budget
-    assert budget["rule"] == "given" and budget["mask_lr"] == 0.01 and budget["init"] == "soft"
-    assert budget["reach"] == pytest.approx(implied_reach(0.01, budget["score_scale"], 6))
+    assert budget.rule == "given" and budget.mask_lr == 0.01 and budget.init == "soft"
+    assert budget.reach == pytest.approx(implied_reach(0.01, budget.score_scale, 6))
 
 
 def test_mask_reach_scales_the_auto_lr(tmp_path, tiny_model_dir):
     def lr(reach: float) -> float:
         pruning = mask_train(mask_lr="auto", mask_reach=reach)
         metrics = api.run(recipe(tmp_path, tiny_model_dir, f"r{reach:g}", pruning=pruning)).metrics
-        return metrics.mask_budget["mask_lr"]
+        return metrics.mask_budget.mask_lr
 
     assert lr(0.03) == pytest.approx(3 * lr(0.01))  # under the cap (6 steps: reach < 0.07)
     assert lr(3.0) == pytest.approx(lr(1.0))  # both capped

@@ -85,6 +85,21 @@ class MaskMovement(_Open):
     per_matrix: dict[str, dict[str, Number]] | None = None
 
 
+class MaskBudget(_Open):
+    """How far a score mask's learning rate lets it move (``mask_train``): the resolved
+    ``mask_lr``, whether it was given or ``auto`` (and capped), the reach it implies over the
+    schedule's steps, the score scale and the initialisation."""
+
+    mask_lr: Number | None = None
+    rule: str | None = None
+    capped: bool | None = None
+    reach: Number | None = None
+    steps_per_threshold: Number | None = None
+    score_scale: Number | None = None
+    steps: int | None = None
+    init: str | None = None
+
+
 class SparsityRecord(_Open):
     """The sparsity of the masks that are applied (or zeros counted in the weights)."""
 
@@ -120,7 +135,7 @@ class RunMetrics(_Open):
     ood: dict[str, SplitScores] = {}
     sparsity: SparsityRecord | None = None
     f_bias: dict[str, Any] | None = None
-    mask_budget: dict[str, Any] | None = None
+    mask_budget: MaskBudget | None = None
     mask_movement: MaskMovement | None = None
     time_s: Number | None = None
 
