@@ -93,7 +93,7 @@ def sweep(
     from srnet.experiments.sweep.plan import describe_plan, load_sweep, plan_sweep, record_sweep
 
     path = _path("path", path)
-    check_executor(executor, _integer("workers", workers, 1), gpus_per_stage)  # before anything is written
+    check_executor(executor, _integer("workers", workers, None), gpus_per_stage)  # before anything is written
     refuse_worker_reentry()
     data = load_sweep(path, overrides)
     jobs = plan_sweep(data, str(path))
@@ -363,7 +363,8 @@ def attack(
     from srnet.experiments.verbs.attack import attack_run
 
     resolved_config = AttackConfig.resolve(config, settings)
-    out = None if out is None else _path("out", out)
+    if out is not None and not isinstance(out, str | os.PathLike):  # '' is refused with the --out checks
+        raise SrnetError(f"out: expected a folder path, got {out!r}")
     load_plugins(plugins)
     run_config = RunDir(_path("model", model)).config
     if recipe is not None:

@@ -69,6 +69,8 @@ def attack_run(
     attack, n, seed, split = config.attack, config.n, config.seed, config.split
     run = RunDir(Path(model))
     is_run = run.model.is_dir()
+    if out is not None and not str(out).strip():  # checked first: not the working directory
+        raise SrnetError("--out '': give a folder for the results")
     if recipe is None:
         if not is_run:
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --recipe naming the task")
@@ -77,8 +79,6 @@ def attack_run(
         if not is_run:
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
         out = run.root / "attack"
-    if not str(out).strip():
-        raise SrnetError("--out '': give a folder for the results")
     attacker = build_attack(attack, config.params, **(resources or {}))
     if recipe.evaluation.runtime != "torch":
         require_onnx()  # before any data or model loads
