@@ -60,7 +60,7 @@ def main() -> None:
     # 2. srnet's bias model on the same training split (its ids match the dataset's)
     recipe = {"task": "synthetic_nli", "model": {"name": args.model},
               "data": {"train": split("train", args.n_train), "dev": split("dev", 500)}}
-    api.fit_bias(recipe, out / "bias", overwrite=True)
+    api.bias_fit(recipe, out / "bias", overwrite=True)
 
     def accuracy(trainer: SrnetTrainer, data: Dataset, two_way: bool = False) -> float:
         """Accuracy on ``data``; ``two_way``: the challenge split's entailment / non-entailment, where

@@ -8,7 +8,9 @@ handler imports from here only, besides table formatting).
 
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -202,7 +204,7 @@ def evaluate(
     return run_recipe(_model_checked(recipe_from_dict(base)), overwrite=overwrite)
 
 
-def fit_bias(
+def bias_fit(
     recipe: str | Path | Recipe | dict | None,
     out: str | Path,
     overrides: list[str] | None = None,
@@ -219,7 +221,7 @@ def fit_bias(
 
 
 @takes(DifficultyConfig)
-def difficulty(
+def bias_difficulty(
     recipe: str | Path | Recipe | dict | None,
     predictions: list[str | Path],
     out: str | Path,
@@ -283,7 +285,7 @@ def report(runs: Iterable[str | Path], config: ReportConfig | None = None, *, ou
     return write_report(runs, out, figures=figures, overwrite=overwrite)
 
 
-def mask_sparsity(masks: str | Path):
+def masks_show(masks: str | Path):
     """A mask file's (or run's) per-matrix sparsity table and its metadata (``srnet masks show``)."""
     from srnet.evaluation.mask_analysis import sparsity_table
     from srnet.sparsity.mask_io import load_masks
@@ -292,7 +294,7 @@ def mask_sparsity(masks: str | Path):
     return sparsity_table(loaded), meta
 
 
-def compare_masks(a: str | Path, b: str | Path):
+def masks_compare(a: str | Path, b: str | Path):
     """Jaccard similarity and Hamming distance of two mask files, per matrix and overall
     (``srnet masks compare``)."""
     from srnet.evaluation.mask_analysis import compare_masks as compare
@@ -302,7 +304,7 @@ def compare_masks(a: str | Path, b: str | Path):
     return compare(load_masks(first)[0], load_masks(second)[0], labels=(str(a), str(b)))
 
 
-def draw_ticket(source: str | Path, sparsity: float, out: str | Path, *, overwrite: bool = False):
+def masks_draw(source: str | Path, sparsity: float, out: str | Path, *, overwrite: bool = False):
     """A ticket at ``sparsity`` from a run's learned scores (``srnet masks draw``); its metadata."""
     from srnet.sparsity.tickets import write_ticket
 
@@ -310,7 +312,7 @@ def draw_ticket(source: str | Path, sparsity: float, out: str | Path, *, overwri
                         _path("out", out), overwrite=overwrite)
 
 
-def random_like(masks: str | Path, out: str | Path, seed: int = 0, *, overwrite: bool = False):
+def masks_random_like(masks: str | Path, out: str | Path, seed: int = 0, *, overwrite: bool = False):
     """A random mask with the same per-matrix sparsity as ``masks`` (``srnet masks random-like``)."""
     from srnet.sparsity.tickets import write_random_like
 
@@ -417,7 +419,7 @@ def prune_(
 
 
 @takes(ExportConfig)
-def export_masked(
+def export(
     model: str | None, masks: str | Path, out: str | Path, config: ExportConfig | None = None, *,
     overwrite: bool = False, force: bool = False, **settings: Any,
 ) -> Path:
@@ -493,3 +495,31 @@ def load_model(path: str | Path) -> torch.nn.Module:
     from srnet.export.checkpoint import load_model as load
 
     return load(_path("path", path))
+
+
+DEPRECATED_NAMES = {"fit_bias": "bias_fit", "difficulty": "bias_difficulty", "mask_sparsity": "masks_show",
+                    "compare_masks": "masks_compare", "draw_ticket": "masks_draw",
+                    "random_like": "masks_random_like", "export_masked": "export"}
+"""Old API names -> the names that match the CLI (``srnet bias fit`` -> ``bias_fit``); each old name
+still works for one release and warns once."""
+_WARNED: set[str] = set()
+
+
+def _deprecated(old: str, new: str) -> Callable[..., Any]:
+    function = globals()[new]
+
+    @functools.wraps(function)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        if old not in _WARNED:
+            _WARNED.add(old)
+            warnings.warn(f"srnet.api.{old} is deprecated and will be removed in the next release: use "
+                          f"srnet.api.{new} (the CLI's name)", FutureWarning, stacklevel=2)
+        return function(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`{new}` (warns once)."
+    return alias
+
+
+for _old, _new in DEPRECATED_NAMES.items():
+    globals()[_old] = _deprecated(_old, _new)

@@ -24,10 +24,10 @@ def add_fit(actions) -> None:
 
 
 def cmd_bias_fit(args) -> int:
-    from srnet.api import fit_bias
+    from srnet.api import bias_fit
     from srnet.reporting.render import format_table
 
-    report = fit_bias(args.recipe, args.out, args.overrides, overwrite=args.overwrite)
+    report = bias_fit(args.recipe, args.out, args.overrides, overwrite=args.overwrite)
     rows = [{"split": name, "kind": kind, "accuracy": block["accuracy"]}
             for kind in ("id", "ood") for name, block in report[kind].items()]
     rows.insert(0, {"split": "train (out-of-fold)", "kind": "id", "accuracy": report["train_oof_accuracy"]})
@@ -48,9 +48,9 @@ def add_difficulty(actions) -> None:
 
 
 def cmd_bias_difficulty(args) -> int:
-    from srnet.api import difficulty
+    from srnet.api import bias_difficulty
 
-    path = difficulty(args.recipe, args.predictions, args.out, overrides=args.overrides,
+    path = bias_difficulty(args.recipe, args.predictions, args.out, overrides=args.overrides,
                       **config_values(args, DifficultyConfig))
     print(f"wrote {path}")
     return 0

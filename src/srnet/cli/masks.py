@@ -19,10 +19,10 @@ def add_show(actions) -> None:
 
 
 def cmd_masks_show(args) -> int:
-    from srnet.api import mask_sparsity
+    from srnet.api import masks_show
     from srnet.reporting.render import format_table, plot_sparsity_heatmap
 
-    table, meta = mask_sparsity(args.masks)
+    table, meta = masks_show(args.masks)
     print(f"method={meta.method} base_model={meta.base_model} overall sparsity={table.overall:.4f}")
     print(format_table(table.rows(), list(table.rows()[0])))
     if args.plot:
@@ -39,10 +39,10 @@ def add_compare(actions) -> None:
 
 
 def cmd_masks_compare(args) -> int:
-    from srnet.api import compare_masks
+    from srnet.api import masks_compare
     from srnet.reporting.render import format_table
 
-    comparison = compare_masks(args.a, args.b)
+    comparison = masks_compare(args.a, args.b)
     print(format_table(comparison.rows(), ["name", "jaccard", "distance"]))
     return 0
 
@@ -58,9 +58,9 @@ def add_draw(actions) -> None:
 
 
 def cmd_masks_draw(args) -> int:
-    from srnet.api import draw_ticket
+    from srnet.api import masks_draw
 
-    meta = draw_ticket(args.source, args.sparsity, args.out, overwrite=args.overwrite)
+    meta = masks_draw(args.source, args.sparsity, args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
     return 0
 
@@ -75,8 +75,8 @@ def add_random_like(actions) -> None:
 
 
 def cmd_masks_random_like(args) -> int:
-    from srnet.api import random_like
+    from srnet.api import masks_random_like
 
-    meta = random_like(args.masks, args.out, args.seed, overwrite=args.overwrite)
+    meta = masks_random_like(args.masks, args.out, args.seed, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
     return 0

@@ -92,9 +92,9 @@ def add_export(sub) -> None:
 
 
 def cmd_export(args) -> int:
-    from srnet.api import export_masked
+    from srnet.api import export
 
-    out = export_masked(args.model, args.masks, args.out, overwrite=args.overwrite, force=args.force,
+    out = export(args.model, args.masks, args.out, overwrite=args.overwrite, force=args.force,
                         **config_values(args, ExportConfig))
     extra = " and model.int8.onnx" if args.quantize else ""
     print(f"exported {out}" + (f" (with model.onnx{extra})" if args.onnx else ""))

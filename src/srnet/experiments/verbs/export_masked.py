@@ -1,5 +1,5 @@
 """The export verb: a model with a mask file baked in, saved as a plain Hugging Face checkpoint
-(``srnet export``, :func:`srnet.api.export_masked` and the sweep's ``export`` stage all run it)."""
+(``srnet export``, :func:`srnet.api.export` and the sweep's ``export`` stage all run it)."""
 
 from __future__ import annotations
 
