@@ -228,16 +228,18 @@ def bias_difficulty(
     config: DifficultyConfig | None = None,
     *,
     overrides: list[str] | None = None,
+    overwrite: bool = False,
     **settings: Any,
 ) -> Path:
     """RMC sample difficulty of the recipe's training split from several runs' training predictions
-    (``srnet bias difficulty``); returns the written file."""
+    (``srnet bias difficulty``); returns the written file (an existing ``out`` is replaced only
+    with ``overwrite``)."""
     from srnet.experiments.verbs.bias_fit import write_training_difficulty
 
     resolved = DifficultyConfig.resolve(config, settings)
     out = _path("out", out)
     return write_training_difficulty(as_recipe(recipe, overrides), predictions, resolved.alpha, out,
-                                     allow_collapsed=resolved.allow_collapsed)
+                                     allow_collapsed=resolved.allow_collapsed, overwrite=overwrite)
 
 
 @takes(PredictConfig)

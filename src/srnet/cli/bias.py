@@ -43,6 +43,7 @@ def add_difficulty(actions) -> None:
                    help="predictions/train.jsonl files (or run dirs) of models at several sparsities")
     add_config_flags(p, DifficultyConfig)
     p.add_argument("--out", required=True, help="difficulty JSON Lines file to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.set_defaults(func=cmd_bias_difficulty)
 
@@ -51,6 +52,6 @@ def cmd_bias_difficulty(args) -> int:
     from srnet.api import bias_difficulty
 
     path = bias_difficulty(args.recipe, args.predictions, args.out, overrides=args.overrides,
-                      **config_values(args, DifficultyConfig))
+                           overwrite=args.overwrite, **config_values(args, DifficultyConfig))
     print(f"wrote {path}")
     return 0

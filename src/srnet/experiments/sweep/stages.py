@@ -171,7 +171,7 @@ class DifficultyStage(Stage):
         from srnet.experiments.verbs.bias_fit import write_training_difficulty
 
         write_training_difficulty(recipe, params.runs, params.alpha, self.output(folder, params),
-                                  allow_collapsed=params.allow_collapsed)
+                                  allow_collapsed=params.allow_collapsed, overwrite=True)  # its own folder
 
 
 class TicketParams(NoParams):

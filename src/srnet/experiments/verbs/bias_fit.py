@@ -48,10 +48,15 @@ def fit_bias(recipe: Recipe, out_dir: str | Path, *, overwrite: bool = False) ->
 
 
 def write_training_difficulty(
-    recipe: Recipe, predictions: list[str], alpha: float, out: str | Path, *, allow_collapsed: bool = False
+    recipe: Recipe, predictions: list[str], alpha: float, out: str | Path, *, allow_collapsed: bool = False,
+    overwrite: bool = False,
 ) -> Path:
     """RMC difficulty of each training example from several models' training-split predictions; a
-    member run that collapsed on an ID split is refused unless ``allow_collapsed``."""
+    member run that collapsed on an ID split is refused unless ``allow_collapsed``; an existing
+    ``out`` is replaced only with ``overwrite`` (checked first)."""
+    from srnet.io import check_new_file
+
+    check_new_file(out, overwrite, "--out")
     train = load_training_examples(recipe, get_task(recipe.task))
     if train is None:
         raise SrnetError("srnet bias difficulty needs data.train in the recipe")

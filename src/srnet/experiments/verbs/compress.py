@@ -546,6 +546,12 @@ def compress(
         raise NeedsOption(f"{out}: already holds a finished compression ({out / RESULT_FILE})", "overwrite")
     if (out / SIZING_FILE).is_file() and not (resume or overwrite or dry_run):
         raise NeedsOption(f"{out}: holds an unfinished compression", "resume", "overwrite")
+    ours = {RESULT_FILE, SIZING_FILE}.union(*({name, f".{name.lstrip('.')}.guard"}  # a sweep stage's lock too
+                                               for name in (LOCK, locks.STAGE_LOCK)))
+    foreign = [p.name for p in out.iterdir() if p.name not in ours] if out.is_dir() else []
+    if foreign and not ((out / SIZING_FILE).is_file() or (out / RESULT_FILE).is_file()):
+        raise SrnetError(f"--out {out}: not empty ({foreign[0]}, ...) and not an srnet compress folder; "
+                         "give a new or empty folder (--overwrite never replaces what srnet did not write)")
     lock = None if dry_run else locks.acquire(out, LOCK)
     if lock is not None and lock.token is None:
         raise SrnetError(f"--out {out}: in use by {lock.note}")
