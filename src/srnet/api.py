@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from pydantic import ValidationError
 
-from srnet.config import Recipe, apply_overrides, load_recipe, load_run_recipe, recipe_from_dict
+from srnet.config import Recipe, as_recipe, load_run_recipe, recipe_from_dict
 from srnet.errors import SrnetError
 from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
@@ -131,18 +131,6 @@ def _fraction(name: str, value: object) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < 1:
         raise SrnetError(f"{name}: expected a number in [0, 1), got {value!r}")
     return float(value)
-
-
-def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:
-    """Resolve any accepted recipe form, applying dotted overrides."""
-    if recipe is not None and not isinstance(recipe, Recipe | dict):
-        _path("recipe", recipe)
-    if isinstance(recipe, Recipe):
-        data = recipe.model_dump(mode="json")
-        return recipe_from_dict(apply_overrides(data, overrides or []))
-    if isinstance(recipe, dict):
-        return recipe_from_dict(apply_overrides(dict(recipe), overrides or []))
-    return load_recipe(recipe, overrides)
 
 
 def with_flags(

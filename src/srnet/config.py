@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -475,3 +476,16 @@ def read_recipe_file(path: Path) -> dict[str, Any]:
 def dump_recipe(recipe: Recipe) -> str:
     """The resolved recipe as YAML (what a run directory records)."""
     return yaml.safe_dump(recipe.model_dump(mode="json"), sort_keys=False)
+
+
+def as_recipe(recipe: str | Path | Recipe | dict | None, overrides: list[str] | None = None) -> Recipe:
+    """Resolve any accepted recipe form (a YAML path, a dict, a :class:`Recipe`, or None for the
+    defaults), applying dotted overrides; one line for anything else (an int, an empty path)."""
+    if recipe is not None and not isinstance(recipe, Recipe | dict) and (
+            not isinstance(recipe, str | os.PathLike) or not str(recipe).strip()):
+        raise SrnetError(f"recipe: expected a file or folder path, got {recipe!r}")
+    if isinstance(recipe, Recipe):
+        return recipe_from_dict(apply_overrides(recipe.model_dump(mode="json"), overrides or []))
+    if isinstance(recipe, dict):
+        return recipe_from_dict(apply_overrides(dict(recipe), overrides or []))
+    return load_recipe(recipe, overrides)

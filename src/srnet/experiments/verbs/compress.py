@@ -149,8 +149,7 @@ class CompressResult:
 def resolve_source(model: str, recipe: Any, overrides: list[str] | None) -> Source:
     """The user's model (a run folder, whose recorded recipe supplies the data, or any Hugging Face
     folder or id with ``recipe``) and its base recipe: evaluation only, last checkpoint."""
-    from srnet.api import as_recipe
-    from srnet.config import load_run_recipe
+    from srnet.config import as_recipe, load_run_recipe
     from srnet.models.loading import check_model_source, resolve_model_name
     from srnet.rundir.layout import RunDir
 
