@@ -150,3 +150,20 @@ def test_plots_reject_empty_input(tmp_path):
     with pytest.raises(SrnetError, match="need at least two masks"):
         plot_similarity(["a"], np.ones((1, 1)), tmp_path / "s.png", title="t")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_eight_long_labels_keep_the_legend_to_a_third_of_the_figure():
+    """Issue 48 §5: eight configurations whose labels run to 60 characters (a recipe label naming
+    its differing keys) took 69% of the figure's width; wrapped at 30 characters, under 40%."""
+    from srnet.reporting.render import LEGEND_WIDTH, Curve, Panel, sparsity_curves_figure
+
+    names = [f"mask_train / poe / training.warmup_ratio=0.{i} model.name=runs/bb_{i}".ljust(60, "x")
+             for i in range(8)]
+    curves = [Curve(name, [(0.3, 0.6 + i / 100, 0.01), (0.5, 0.58, 0.01)]) for i, name in enumerate(names)]
+    fig = sparsity_curves_figure([Panel("MNLI dev-matched", "accuracy", curves)])
+    fig.canvas.draw()
+    legend = fig.legends[0]
+    assert legend.get_window_extent().width / fig.bbox.width < 0.4
+    shown = [text.get_text() for text in legend.get_texts()]
+    assert len(shown) == 8 and all(len(line) <= LEGEND_WIDTH for text in shown for line in text.split("\n"))
+    assert ["".join(text.split()) for text in shown] == ["".join(name.split()) for name in names]

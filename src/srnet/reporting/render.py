@@ -235,8 +235,7 @@ def sparsity_curves_figure(panels: Sequence[Panel], *, title: str | None = None,
         handles.update(_draw_panel(ax, panel, colors, xlabel))
     for ax in axes[len(panels):]:
         ax.remove()  # the last row's unused cells
-    fig.legend(list(handles.values()), list(handles), loc="outside right center",
-               title="method / loss (±std over seeds)")
+    outside_legend(fig, list(handles.values()), list(handles), "method / loss (±std over seeds)")
     if title:
         fig.suptitle(fill(title, 110))
     return fig
@@ -307,7 +306,7 @@ def plot_group_bars(
         ax.grid(axis="y", alpha=0.3)
     axes[-1].set_xlabel(group_name)
     handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="outside right center", title="model (±std over seeds)")
+    outside_legend(fig, handles, names, "model (±std over seeds)")
     fig.suptitle(title)
     return save_figure(fig, path)
 
@@ -333,6 +332,21 @@ def plot_similarity(names: Sequence[str], matrix: np.ndarray, path: str | Path, 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+LEGEND_WIDTH = 30
+"""Characters per line of a legend label (longer labels wrap, so the legend stays narrow)."""
+
+
+def outside_legend(fig: Figure, handles: Sequence[Any], labels: Sequence[str], title: str | None = None,
+                   fontsize: float | str | None = None) -> None:
+    """One legend for the whole figure, outside the data on the right, its labels wrapped at
+    :data:`LEGEND_WIDTH` characters (smaller type past 6 entries): long labels (a recipe label
+    naming its differing keys) do not squeeze the plots."""
+    wrapped = [fill(str(label), LEGEND_WIDTH) for label in labels]
+    size = fontsize if fontsize is not None else ("small" if len(wrapped) > 6 else None)
+    fig.legend(list(handles), wrapped, loc="outside right center", title=title, fontsize=size,
+               title_fontsize=size)
 
 
 def new_figure(figsize: tuple[float, float]) -> Figure:

@@ -26,7 +26,7 @@ from scipy.stats import spearmanr
 
 from srnet.compat import recorded_param
 from srnet.io import atomic_write_text
-from srnet.reporting.render import format_table, new_figure, plot_similarity, save_figure
+from srnet.reporting.render import format_table, new_figure, outside_legend, plot_similarity, save_figure
 from srnet.reporting.runs import Run
 from srnet.reporting.study.base import (
     SHORT_SPLITS,
@@ -266,7 +266,7 @@ def _plot(tamt: TamtStudy, path: Path) -> Path:
     handles["dense (unpruned)"] = Line2D([], [], color="grey", ls="--")
     for sparsity, marker in markers.items():
         handles[f"sparsity {sparsity:.0%}"] = Line2D([], [], color="black", marker=marker, ls="")
-    fig.legend(handles.values(), handles.keys(), loc="outside right center", fontsize=8)
+    outside_legend(fig, list(handles.values()), list(handles), fontsize=8)
     fig.suptitle("TAMT: subnetwork's pre-training dev loss vs downstream accuracy "
                  "(colour: method, marker: sparsity)", fontsize=10)
     return save_figure(fig, path)
