@@ -237,3 +237,32 @@ def test_api_compress_shows_its_settings():
 
     params = inspect.signature(api.compress).parameters
     assert {"speedup", "sparsity", "runtime", "bias", "max_id_drop", "max_robust_drop"} <= set(params)
+
+
+def test_a_fused_family_compresses_end_to_end(tmp_path):
+    """Issue 50 §7 with the family table: a tiny ModernBERT (fused Wqkv, GLU Wi) fine-tuned, then
+    compressed through the CLI to 50% of its heads and neurons: the shrunk export reloads with
+    ``trust_remote_code=True`` at half the encoder's parameters, and its card carries the figures."""
+    from transformers import AutoModelForSequenceClassification
+
+    from conftest import BERT_IDS
+
+    model = save_tiny_model(tmp_path / "tiny", "modernbert", **BERT_IDS)
+    recipe = tiny_recipe(tmp_path, model, "ft", training={"max_steps": 8, "eval_every": None,
+                                                          "mixed_precision": "no"})
+    recipe["data"]["train"]["synthetic"]["n"] = 32
+    finetuned = api.run(recipe).run_dir
+    data = tmp_path / "data.yaml"
+    data.write_text(yaml.safe_dump({**data_recipe(), "training": {"max_steps": 4, "eval_every": None,
+                                                                  "mixed_precision": "no"}}))
+    out = tmp_path / "c"
+    code = main(["compress", str(finetuned), "--recipe", str(data), "--out", str(out), "--sparsity", "0.5",
+                 "--attack-n", "4", "--rounds", "1", "--batch", "2", "--length", "16"])
+    assert code in (0, GATE_FAILED_EXIT)
+    record = json.loads((out / "compress.json").read_text())
+    assert record["figures"]["student"]["sparsity"] == pytest.approx(0.5, abs=0.02)
+    small = AutoModelForSequenceClassification.from_pretrained(out / "model", trust_remote_code=True)
+    dense = AutoModelForSequenceClassification.from_pretrained(finetuned / "model")
+    count = lambda m: sum(p.numel() for layer in m.model.layers for p in layer.parameters())  # noqa: E731
+    assert count(small) < 0.6 * count(dense)
+    assert "trust_remote_code=True" in (out / "model" / "README.md").read_text()
