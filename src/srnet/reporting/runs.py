@@ -223,10 +223,7 @@ def recipe_labels(signatures: list[dict[str, Any]], keys: Sequence[str]) -> list
     """Each run's ``recipe`` label: every key of ``keys`` with the run's value
     (``training.lr=0.0001 data.train.n=640``); when one is longer than RECIPE_LABEL_WIDTH or two
     different settings would read alike, each is cut and followed by ``#<digest>`` of its whole
-    difference, so two settings never share a label.  Short settings come first (a long path
-    last), so a cut label still shows as many of the keys that set its run apart as fit."""
-    width = {k: max(len(f"{k}={signature.get(k)}") for signature in signatures) for k in keys}
-    keys = sorted(keys, key=lambda k: width[k])  # stable: recipe order among equals
+    difference, so two settings never share a label."""
     apart = [{k: signature.get(k) for k in keys} for signature in signatures]
     texts = [" ".join(f"{k}={v}" for k, v in values.items()) for values in apart]
     digests = [hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:8]
