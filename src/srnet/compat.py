@@ -70,7 +70,7 @@ LEGACY_LAYOUT: dict[str, Any] = {
     "mask_file": None,
 }
 """The method settings a ``pruning`` section held as flat keys next to ``method`` before each
-method owned its ``params`` (issue 18), with their defaults then.  ``imp`` and ``l0`` were
+method owned its ``params``, with their defaults then.  ``imp`` and ``l0`` were
 sub-sections holding their method's settings; every other key was one setting.  The old
 spelling is read through this table, and fingerprints are taken in this layout (see
 :meth:`PruningConfig.semantic_dict`), so recorded runs and sweep stages keep their keys."""

@@ -207,8 +207,8 @@ NEAR_CHANCE_MARGIN = 0.05
 def id_collapse(block: dict[str, Any]) -> dict[str, Any]:
     """The ID-split flags of a ``metrics.json`` block: ``chance`` (the gold majority class's share,
     from the confusion matrix), ``near_chance`` (accuracy below chance + :data:`NEAR_CHANCE_MARGIN`)
-    and ``collapsed`` (one-class predictions, or near chance: a model lost by training; issue 27's
-    over-driven mask reached MNLI-m 35.4%, the share of its majority class)."""
+    and ``collapsed`` (one-class predictions, or near chance: a model lost by training, as an
+    over-driven mask of docs/studies/winwin_calibration_cpu.md that scored its majority class's share)."""
     confusion = np.asarray(block["confusion"])
     chance = float(confusion.sum(1).max() / confusion.sum())
     near = block["accuracy"] < chance + NEAR_CHANCE_MARGIN

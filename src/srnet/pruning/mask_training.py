@@ -34,10 +34,7 @@ to 0 averages half the peak, whatever the warm-up ratio."""
 
 DEFAULT_REACH = {"hard": 0.65, "soft": 0.16}
 """``mask_lr: auto``'s default reach by score init (see :func:`auto_mask_lr`), calibrated on the MNLI
-sample (PoE, 50%, 933 steps: docs/studies/winwin_calibration_cpu.md): hard 0.65 flipped 3.8% of the
-mask and soft 0.16 4.4%, both keeping the model; hard 2.2 and soft 1.6 destroyed it.  Win-win's own setting
-(hard init, 5e-5 over ~61k steps) is 0.87: on the square-root rule the paper and the short schedule
-agree, on lr x steps they are 20x apart."""
+sample (PoE, 50%, 933 steps); the measurements are in docs/studies/winwin_calibration_cpu.md."""
 
 
 MIN_STEPS_PER_THRESHOLD = 25
@@ -78,7 +75,7 @@ TIE_BREAK = 1e-3
 
 REACH_RANGE = {"hard": (0.3, 1.5), "soft": (0.05, 1.0)}
 """By init, the reaches below/above which a run warns that its mask will barely move / may be
-scrambled (measured: hard 0.22 flipped 0.2%; hard 2.2 and 6.5 and soft 1.6 lost the model)."""
+scrambled (measured in docs/studies/winwin_calibration_cpu.md)."""
 
 
 class MaskTrainingParams(LearnedMaskParams):

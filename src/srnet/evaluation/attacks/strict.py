@@ -1,4 +1,5 @@
-"""``strict_synonym``: a word-substitution attack whose successes a reader accepts (issue 39).
+"""``strict_synonym``: a word-substitution attack whose successes a reader accepts
+(docs/studies/strict_attack_cpu.md).
 
 TextFooler's substitutes are near in an embedding and often not synonyms (lazy -> crazy, waste ->
 shovel, lacks -> demonstrates).  Here a substitute must be a WordNet synonym *in the word's own

@@ -1,5 +1,5 @@
 """Section ``tamt``: TAMT's masks of the pre-trained model, their pre-training dev losses against
-how well they transfer (issue 9 §5).
+how well they transfer (docs/studies/tamt_cpu.md).
 
 Applies when the runs include raw-text mask searches (task ``text``: a ``pretraining`` block with
 the subnetwork's MLM and KD dev losses, and a mask).  One row per mask, named by its pruning
