@@ -9,6 +9,8 @@ import functools
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -189,3 +191,26 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+def assert_reloads_without_srnet(shrunk: Path, masked: Path, tmp_path: Path) -> None:
+    """``shrunk``, loaded with ``trust_remote_code=True`` in a fresh process that never imports
+    srnet, gives the logits of the masked export ``masked`` (1e-5) on random token ids."""
+    from transformers import AutoModelForSequenceClassification
+
+    ids = torch.randint(1000, 2000, (3, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = AutoModelForSequenceClassification.from_pretrained(masked).eval()(input_ids=ids).logits
+    torch.save(ids, tmp_path / "ids.pt")
+    script = (
+        "import sys, torch\n"
+        "from transformers import AutoModelForSequenceClassification\n"
+        f"model = AutoModelForSequenceClassification.from_pretrained({str(shrunk)!r},\n"
+        "                                                           trust_remote_code=True)\n"
+        f"ids = torch.load({str(tmp_path / 'ids.pt')!r})\n"
+        "with torch.no_grad():\n"
+        f"    torch.save(model.eval()(input_ids=ids).logits, {str(tmp_path / 'logits.pt')!r})\n"
+        "assert not any(name == 'srnet' or name.startswith('srnet.') for name in sys.modules)\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
+    torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, rtol=0, atol=1e-5)

@@ -261,33 +261,16 @@ def test_a_run_export_carries_a_model_card(tmp_path, tiny_model_dir):
 def test_a_shrunk_export_reloads_in_a_process_without_srnet(tmp_path, tiny_model_dir):
     """The shrunk checkpoint, loaded by plain transformers in a fresh process that never imports
     srnet, gives the masked model's logits; its card says how much it kept and how to load it."""
-    import subprocess
-    import sys
 
     from huggingface_hub import ModelCard
 
-    from conftest import tiny_recipe
+    from conftest import assert_reloads_without_srnet, tiny_recipe
     from srnet import api
 
     pruning = {"method": "omp", "sparsity": 0.5, "granularity": "head+neuron"}
     run = api.run(tiny_recipe(tmp_path / "runs", tiny_model_dir, "heads", pruning=pruning)).run_dir
     out = api.export_masked(None, run / "masks.safetensors", tmp_path / "shrunk", shrink=True)
-    masked = AutoModelForSequenceClassification.from_pretrained(run / "model").eval()
-    ids = torch.randint(1000, 2000, (3, 12), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        expected = masked(input_ids=ids).logits
-    torch.save(ids, tmp_path / "ids.pt")
-    script = (
-        "import sys, torch\n"
-        "from transformers import AutoModelForSequenceClassification\n"
-        f"model = AutoModelForSequenceClassification.from_pretrained({str(out)!r}, trust_remote_code=True)\n"
-        f"ids = torch.load({str(tmp_path / 'ids.pt')!r})\n"
-        "with torch.no_grad():\n"
-        f"    torch.save(model.eval()(input_ids=ids).logits, {str(tmp_path / 'logits.pt')!r})\n"
-        "assert not any(name == 'srnet' or name.startswith('srnet.') for name in sys.modules)\n"
-    )
-    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
-    torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, rtol=0, atol=1e-5)
+    assert_reloads_without_srnet(out, run / "model", tmp_path)
     card = ModelCard.load(out / "README.md")
     assert "structured-pruning" in card.data.tags and "trust_remote_code=True" in card.text
     assert "| bert.encoder.layer.0.heads |" in card.text

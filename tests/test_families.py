@@ -9,19 +9,22 @@ where such models once ran and reported 50% while masking only the classifier.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from importlib.util import find_spec
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import torch
 from torch import nn
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-from conftest import BERT_IDS, FAMILY_MODELS, save_tiny_model, tiny_classifier, tiny_recipe
+from conftest import (
+    BERT_IDS,
+    FAMILY_MODELS,
+    assert_reloads_without_srnet,
+    save_tiny_model,
+    tiny_classifier,
+    tiny_recipe,
+)
 from srnet import api
 from srnet.errors import SrnetError
 from srnet.evaluation.predict import predict_logits
@@ -143,27 +146,6 @@ def test_a_covered_family_prunes_whole_heads_and_neurons_and_shrinks_or_refuses_
     if onnx:
         assert info["onnx"]["check"]["max_abs_diff"] <= 1e-4 and (shrunk / "model.int8.onnx").is_file()
     assert_reloads_without_srnet(shrunk, run_dir / "model", tmp_path)
-
-
-def assert_reloads_without_srnet(shrunk: Path, masked: Path, tmp_path: Path) -> None:
-    """``shrunk``, loaded with ``trust_remote_code=True`` in a fresh process that never imports
-    srnet, gives the logits of the masked export ``masked`` (1e-5) on random token ids."""
-    ids = torch.randint(1000, 2000, (3, 12), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        expected = AutoModelForSequenceClassification.from_pretrained(masked).eval()(input_ids=ids).logits
-    torch.save(ids, tmp_path / "ids.pt")
-    script = (
-        "import sys, torch\n"
-        "from transformers import AutoModelForSequenceClassification\n"
-        f"model = AutoModelForSequenceClassification.from_pretrained({str(shrunk)!r},\n"
-        "                                                           trust_remote_code=True)\n"
-        f"ids = torch.load({str(tmp_path / 'ids.pt')!r})\n"
-        "with torch.no_grad():\n"
-        f"    torch.save(model.eval()(input_ids=ids).logits, {str(tmp_path / 'logits.pt')!r})\n"
-        "assert not any(name == 'srnet' or name.startswith('srnet.') for name in sys.modules)\n"
-    )
-    subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
-    torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, rtol=0, atol=1e-5)
 
 
 def test_every_family_entry_has_a_tiny_model_in_the_tests():
