@@ -14,8 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-from srnet.evaluation.attacks.similarity import SentenceEncoder
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.similarity import SentenceEncoder
+from srnet.evaluation.attacks.resources.text import Words
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from srnet.evaluation.attacks import build_attack
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.text import Words
 from srnet.tasks import get_task
 
 

@@ -21,9 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from srnet.evaluation.attacks.counterfit import CounterFitSettings, load_counterfitted, wordnet_pairs
-from srnet.evaluation.attacks.text import Words
-from srnet.evaluation.attacks.wordnet import load_wordnet
+from srnet.evaluation.attacks.resources.counterfit import (
+    CounterFitSettings,
+    load_counterfitted,
+    wordnet_pairs,
+)
+from srnet.evaluation.attacks.resources.text import Words
+from srnet.evaluation.attacks.resources.wordnet import load_wordnet
 from srnet.io import atomic_write_json
 
 

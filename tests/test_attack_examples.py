@@ -13,7 +13,7 @@ from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import AttackOutcome
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.text import Words
 from srnet.experiments.sweep.stages import get_stage
 from srnet.experiments.verbs.attack_examples import render_examples
 from srnet.tasks.base import Example

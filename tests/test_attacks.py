@@ -14,8 +14,8 @@ import yaml
 from srnet.cli import main
 from srnet.evaluation.attacks import AttackOutcome, SynonymTable, Victim, attack_metrics, build_attack
 from srnet.evaluation.attacks.charswap import char_edits
-from srnet.evaluation.attacks.similarity import SentenceEncoder
-from srnet.evaluation.attacks.text import STOP_WORDS, Words
+from srnet.evaluation.attacks.resources.similarity import SentenceEncoder
+from srnet.evaluation.attacks.resources.text import STOP_WORDS, Words
 from srnet.models import load_classifier, load_tokenizer
 
 SENTENCES = [
@@ -303,3 +303,28 @@ def test_an_attack_refuses_an_out_folder_another_attack_is_writing(capsys, nli_r
     code, _, err = _cli(capsys, "attack", str(nli_run / "runs" / "ft"), "--attack", "charswap", "--n", "2",
                         "--out", "")
     assert code == 2 and "--out '': give a folder" in err
+
+
+def test_every_attack_setting_is_declared_once_and_never_switched_off():
+    """A params model inherits its settings (limits and help from one declaration) and may change a
+    default, never the type: no attack narrows an inherited setting to None ("not used")."""
+    from pydantic import ValidationError
+
+    from srnet.evaluation.attacks import available_attacks, get_attack
+    from srnet.evaluation.attacks.swap_settings import SwapSettings
+
+    for name in available_attacks():
+        model = get_attack(name).params_model
+        for base in model.__mro__[1:]:
+            for field, info in getattr(base, "model_fields", {}).items():
+                mine = model.model_fields[field]
+                assert mine.annotation == info.annotation, (name, field)
+                assert info.description and mine.description, (name, field)
+                assert not mine.description.lower().startswith(("not used", "not a ")), (name, field)
+    swaps = [n for n in available_attacks() if issubclass(get_attack(n).params_model, SwapSettings)]
+    assert {"wordswap", "textfooler", "strict_synonym"} <= set(swaps)
+    assert get_attack("textfooler").params_model().embedding_k == 50  # its own default ...
+    with pytest.raises(ValidationError, match="embedding_k"):  # ... under the shared limits
+        get_attack("textfooler").params_model(embedding_k=0)
+    with pytest.raises(ValidationError, match="max_fraction"):  # a count budget has no fraction
+        get_attack("strict_synonym").params_model(max_fraction=0.2)

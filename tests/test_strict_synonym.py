@@ -17,10 +17,16 @@ from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import Victim, build_attack
 from srnet.evaluation.attacks.base import Candidate
-from srnet.evaluation.attacks.judge import LabelJudge, cached_judge, read_judge, save_judge, train_judge
-from srnet.evaluation.attacks.polarity import Polarity, log_odds, read_vader
+from srnet.evaluation.attacks.resources.judge import (
+    LabelJudge,
+    cached_judge,
+    read_judge,
+    save_judge,
+    train_judge,
+)
+from srnet.evaluation.attacks.resources.polarity import Polarity, log_odds, read_vader
+from srnet.evaluation.attacks.resources.text import Words
 from srnet.evaluation.attacks.strict import _negated_form
-from srnet.evaluation.attacks.text import Words
 from srnet.io import file_sha256
 from srnet.tasks.base import Example
 
@@ -146,7 +152,7 @@ def test_a_corrupt_cached_judge_is_rebuilt_and_a_corrupt_saved_one_is_one_line(t
     """A flipped byte in the cached ``.npz`` (a BadZipFile once loaded) or a sidecar of the wrong
     type is caught by the SHA-256 check before loading: the cache is rebuilt, as the docs say, and
     a judge given by path is refused in one line."""
-    monkeypatch.setattr("srnet.evaluation.attacks.judge.SentenceEncoder", lambda name: _Encoder())
+    monkeypatch.setattr("srnet.evaluation.attacks.resources.judge.SentenceEncoder", lambda name: _Encoder())
     source = _sst2_like(tmp_path / "train.jsonl")
     examples = [Example(str(i), t, None, i % 2) for i, t in enumerate(["a good film", "a bad film"] * 4)]
     labels, cache = ("negative", "positive"), tmp_path / "cache"
@@ -168,7 +174,7 @@ def test_a_corrupt_cached_judge_is_rebuilt_and_a_corrupt_saved_one_is_one_line(t
 def test_two_processes_wanting_the_default_judge_train_it_once(tmp_path, caplog, monkeypatch):
     # a table encoder: two threads loading transformers models at once would race on its global
     # meta-device loading state (processes, which the lock is for, do not share it)
-    monkeypatch.setattr("srnet.evaluation.attacks.judge.SentenceEncoder", lambda name: _Encoder())
+    monkeypatch.setattr("srnet.evaluation.attacks.resources.judge.SentenceEncoder", lambda name: _Encoder())
     source = _sst2_like(tmp_path / "train.jsonl")
     examples = [Example(str(i), t, None, i % 2) for i, t in enumerate(["a good film", "a bad film"] * 4)]
     loads = []
@@ -422,8 +428,8 @@ def test_strict_checks_reject_what_they_should(tmp_path):
     """The per-swap checks on a hand-built space and polarity: each rejection names its reason."""
     pytest.importorskip("textblob")
     pytest.importorskip("lemminflect")
-    from srnet.evaluation.attacks.counterfit import CounterFitted
-    from srnet.evaluation.attacks.wordnet import load_wordnet
+    from srnet.evaluation.attacks.resources.counterfit import CounterFitted
+    from srnet.evaluation.attacks.resources.wordnet import load_wordnet
 
     words = ("film", "movie", "good", "bad", "kind", "unkind", "picture", "lazy", "crazy", "celluloid")
     vectors = torch.nn.functional.normalize(torch.eye(len(words)) + 0.01, dim=1)
@@ -472,7 +478,7 @@ def test_every_sense_synonyms_without_the_sense_in_context():
     """With ``sense_in_context`` off the synonyms of every sense of the word are candidates (the contextual
     word similarity then judges the sense); the substitute's own sense rank still filters them."""
     pytest.importorskip("lemminflect")
-    from srnet.evaluation.attacks.wordnet import load_wordnet
+    from srnet.evaluation.attacks.resources.wordnet import load_wordnet
 
     attack = build_attack("strict_synonym", {"sense_in_context": False, "candidate_senses": None})
     attack.wordnet = load_wordnet()
@@ -487,7 +493,7 @@ def test_every_sense_synonyms_without_the_sense_in_context():
 def test_counterfitted_source_gives_the_spaces_neighbours():
     """``source: counterfitted`` draws TextFooler's substitutes (the space's nearest words at the calibrated
     cosine) instead of WordNet's; the per-swap checks then apply unchanged."""
-    from srnet.evaluation.attacks.counterfit import CounterFitted
+    from srnet.evaluation.attacks.resources.counterfit import CounterFitted
 
     words = ("film", "movie", "picture", "cat")
     vectors = torch.nn.functional.normalize(

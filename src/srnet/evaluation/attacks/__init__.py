@@ -16,7 +16,7 @@ from srnet.evaluation.attacks.base import (
     register_attack,
 )
 from srnet.evaluation.attacks.metrics import attack_metrics
-from srnet.evaluation.attacks.neighbours import EmbeddingNeighbours, SynonymTable, WordNetSynonyms
+from srnet.evaluation.attacks.resources.neighbours import EmbeddingNeighbours, SynonymTable, WordNetSynonyms
 from srnet.evaluation.attacks.victim import Victim
 
 __all__ = [

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.text import Words
 from srnet.evaluation.attacks.victim import Pair, Victim
 from srnet.registry import Registry
 
@@ -33,9 +33,14 @@ Result = Literal["successful", "failed", "skipped"]
 
 
 class AttackParams(BaseModel):
-    """Settings every attack has."""
+    """An attack's settings (unknown keys refused). None is common to every attack: even the word
+    budget is an attack's own (:class:`FractionBudget`, or a count such as ``strict_synonym``'s)."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class FractionBudget(AttackParams):
+    """A word budget as a fraction of the field's words (:meth:`Attack.budget`)."""
 
     max_fraction: float = Field(
         0.3, gt=0.0, le=1.0,
@@ -80,7 +85,10 @@ class Attack(ABC):
         return None
 
     def budget(self, words: int) -> int:
-        """Most words changed in a field of ``words`` words: ``max_fraction`` of them, at least 1."""
+        """Most words changed in a field of ``words`` words: ``max_fraction`` of them, at least 1 (an
+        attack whose params are not a :class:`FractionBudget` defines its own)."""
+        if not isinstance(self.params, FractionBudget):
+            raise TypeError(f"{type(self).__name__}: its params have no max_fraction; define budget()")
         return max(1, math.floor(self.params.max_fraction * words))
 
     def resources(self) -> dict[str, Any]:

@@ -7,13 +7,13 @@ import string
 import numpy as np
 from pydantic import Field
 
-from srnet.evaluation.attacks.base import Attack, AttackParams, Candidate, register_attack
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.base import Attack, Candidate, FractionBudget, register_attack
+from srnet.evaluation.attacks.resources.text import Words
 
 LETTERS = string.ascii_lowercase
 
 
-class CharSwapParams(AttackParams):
+class CharSwapParams(FractionBudget):
     """DeepWordBug: one character edit per word, a few random variants of each edit kind."""
 
     per_op: int = Field(

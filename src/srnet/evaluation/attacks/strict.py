@@ -9,7 +9,7 @@ polarity kept in VADER and in SST-2 log-odds, a familiar word not much rarer tha
 negators, degree adverbs, stop words, names or numbers, no opposite or negated form (un-, in-,
 dis-, -less), the tags around it unchanged.  At most ``max_words`` words change (per-swap validity
 compounds), found by word importance and a beam.  A success must also convince an independent
-label judge (:mod:`srnet.evaluation.attacks.judge`) that the gold label still holds.
+label judge (:mod:`srnet.evaluation.attacks.resources.judge`) that the gold label still holds.
 """
 
 from __future__ import annotations
@@ -21,18 +21,19 @@ import numpy as np
 from pydantic import Field
 
 from srnet.errors import SrnetError
-from srnet.evaluation.attacks.base import AttackParams, Candidate, register_attack
-from srnet.evaluation.attacks.counterfit import CounterFitSettings, load_counterfitted
-from srnet.evaluation.attacks.inflection import inflections, lemma, lemminflect
-from srnet.evaluation.attacks.judge import LabelJudge, cached_judge, load_judge
-from srnet.evaluation.attacks.lexicon import zipf
-from srnet.evaluation.attacks.polarity import Polarity, load_polarity
-from srnet.evaluation.attacks.pos import penn_tags, tagger, wordnet_pos
-from srnet.evaluation.attacks.similarity import sentence_encoder
-from srnet.evaluation.attacks.text import Words, editable, match_case
+from srnet.evaluation.attacks.base import Candidate, register_attack
+from srnet.evaluation.attacks.resources.counterfit import CounterFitSettings, load_counterfitted
+from srnet.evaluation.attacks.resources.inflection import inflections, lemma, lemminflect
+from srnet.evaluation.attacks.resources.judge import LabelJudge, cached_judge, load_judge
+from srnet.evaluation.attacks.resources.lexicon import zipf
+from srnet.evaluation.attacks.resources.polarity import Polarity, load_polarity
+from srnet.evaluation.attacks.resources.pos import penn_tags, tagger, wordnet_pos
+from srnet.evaluation.attacks.resources.similarity import sentence_encoder
+from srnet.evaluation.attacks.resources.text import Words, editable, match_case
+from srnet.evaluation.attacks.resources.wordnet import WORD, load_wordnet, wordnet_record
+from srnet.evaluation.attacks.swap_settings import SwapSettings, with_default
 from srnet.evaluation.attacks.victim import Pair
-from srnet.evaluation.attacks.wordnet import WORD, load_wordnet, wordnet_record
-from srnet.evaluation.attacks.wordswap import LIGHT_VERBS, WordSwap, WordSwapParams
+from srnet.evaluation.attacks.wordswap import LIGHT_VERBS, WordSwap
 from srnet.tasks.base import Example
 from srnet.tasks.spec import Task
 
@@ -80,58 +81,50 @@ NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "dis", "non", "mis", "anti")
 NEGATING_SUFFIXES = ("less",)
 
 
-class StrictSynonymParams(AttackParams):
+class StrictSynonymParams(SwapSettings):
     """Strict substitution: WordNet synonyms of the sense in context, near in the counter-fitted space,
     every per-swap check on, a small word budget, a beam, and an independent label judge."""
 
-    window: int = WordSwapParams.model_fields["window"]
-    similarity_model: str = WordSwapParams.model_fields["similarity_model"]
-    similarity_precision: Literal["float32", "bfloat16"] = WordSwapParams.model_fields["similarity_precision"]
-    tagger: Literal["pattern", "spacy"] = WordSwapParams.model_fields["tagger"]
-    counterfit_vocab: int = WordSwapParams.model_fields["counterfit_vocab"]
-    max_word_zipf: float | None = WordSwapParams.model_fields["max_word_zipf"]
-    max_fraction: None = Field(None, description="Not a strict_synonym setting: its budget is `max_words`.")
     max_words: int = Field(
         2, ge=1, description="Most words changed per text (SST-2's sentences: per-swap validity compounds, "
         "so a third swap mostly adds invalid examples).",
     )
     beam: int = Field(3, ge=1, description="Partial perturbations kept between words (1: greedy).")
-    candidate_senses: int | None = Field(
-        2, ge=1, description="A synonym is kept only when the sense it shares with the word is among its own "
-        "N most frequent senses (null: any).",
-    )
-    sense_in_context: bool = Field(
-        True, description="Synonyms of the word's sense closest to its window only (an embedding Lesk); "
-        "false: of every sense of the word, the contextual word similarity then judging the sense.",
-    )
+    candidate_senses: int | None = with_default(
+        SwapSettings, "candidate_senses", 2, description="A synonym is kept only when the sense it shares "
+        "with the word is among its own N most frequent senses (null: any).")
+    sense_in_context: bool = with_default(
+        SwapSettings, "sense_in_context", True, description="Synonyms of the word's sense closest to its "
+        "window only (an embedding Lesk); false: of every sense of the word, the contextual word "
+        "similarity then judging the sense.")
     source: Literal["wordnet", "counterfitted"] = Field(
         "wordnet", description="Where substitutes come from: 'wordnet' (synonyms of the word's sense, "
         "above) or 'counterfitted' (TextFooler's: the nearest words in srnet's counter-fitted space at "
         "cosine >= `counterfit_min_cos`, in the forms the space holds); every check below applies to both.",
     )
-    max_candidates: int = Field(20, ge=1, description="Most substitutes tried per word.")
+    max_candidates: int = with_default(
+        SwapSettings, "max_candidates", 20, description="Most substitutes tried per word.")
     counterfit_min_cos: float = Field(
         0.45, ge=-1.0, le=1.0, description="Least cosine between the word and its substitute in srnet's "
         "counter-fitted space (both must be in it): the least with 95% precision on balanced WordNet "
         "synonym vs antonym pairs of SST-2 training words (benchmarks/calibrate_strict.py; unweighted, "
         "with WordNet's four antonym pairs per synonym pair, 0.8).",
     )
-    min_zipf: float | None = Field(
-        3.0, ge=0.0, le=8.0, description="Least Zipf frequency of a substitute (a familiar word: nerve -> "
-        "muddle 2.8, fiercely -> vociferously 2.3 rejected).",
-    )
+    min_zipf: float | None = with_default(
+        SwapSettings, "min_zipf", 3.0, description="Least Zipf frequency of a substitute (a familiar "
+        "word: nerve -> muddle 2.8, fiercely -> vociferously 2.3 rejected).")
     max_zipf_drop: float = Field(
         2.0, ge=0.0, description="A substitute at most this much rarer than the word on the Zipf scale "
         "(fun 5.3 -> looney 3.0 rejected).",
     )
-    min_word_similarity: float | None = Field(
-        0.5, gt=0.0, le=1.0, description="Least cosine between the word's contextual embedding in place "
-        "(mean of its pieces, `similarity_model`) before and after the swap: the sense check in context "
-        "(on 100 audited swaps it removed 15 of 35 bad ones and 13 of 65 good ones).",
-    )
-    min_similarity: float = Field(
-        0.9, gt=0.0, le=1.0, description="Least window cosine between the original and the edited text.",
-    )
+    min_word_similarity: float | None = with_default(
+        SwapSettings, "min_word_similarity", 0.5, description="Least cosine between the word's "
+        "contextual embedding in place (mean of its pieces, `similarity_model`) before and after the swap: "
+        "the sense check in context (on 100 audited swaps it removed 15 of 35 bad ones and 13 of 65 good "
+        "ones).")
+    min_similarity: float = with_default(
+        SwapSettings, "min_similarity", 0.9,
+        description="Least window cosine between the original and the edited text.")
     context_tags: bool = Field(
         True, description="The re-tagged words either side of the edit keep their Penn tags (a swap that "
         "changes how its neighbours parse is ungrammatical or changes the meaning).",

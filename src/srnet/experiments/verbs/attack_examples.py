@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from srnet.evaluation.attacks import AttackOutcome
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.text import Words
 from srnet.io import atomic_write_text
 from srnet.tasks.base import Example
 

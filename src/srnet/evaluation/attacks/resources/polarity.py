@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.evaluation.attacks.extra import INSTALL
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.extra import INSTALL
+from srnet.evaluation.attacks.resources.text import Words
 from srnet.io import file_sha256
 
 VADER_FILE = "vader_lexicon.txt"

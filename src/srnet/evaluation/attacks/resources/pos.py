@@ -8,8 +8,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from srnet.evaluation.attacks.extra import import_extra
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.extra import import_extra
+from srnet.evaluation.attacks.resources.text import Words
 
 WORDNET_POS = {"NN": "n", "VB": "v", "JJ": "a", "RB": "r"}
 """Penn tag prefix -> WordNet part of speech (NN* nouns, VB* verbs, JJ* adjectives, RB* adverbs)."""

@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from srnet.evaluation.attacks.extra import import_extra
-from srnet.evaluation.attacks.wordnet import POS_FILES, WordNet
+from srnet.evaluation.attacks.resources.extra import import_extra
+from srnet.evaluation.attacks.resources.wordnet import POS_FILES, WordNet
 from srnet.io import atomic_write, atomic_write_json, file_sha256
 from srnet.rundir.locks import exclusive
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from srnet.errors import SrnetError
-from srnet.evaluation.attacks.counterfit import cache_dir
-from srnet.evaluation.attacks.similarity import CachedEncoder, SentenceEncoder
+from srnet.evaluation.attacks.resources.counterfit import cache_dir
+from srnet.evaluation.attacks.resources.similarity import CachedEncoder, SentenceEncoder
 from srnet.io import atomic_write, atomic_write_json, file_sha256
 from srnet.rundir.locks import exclusive
 from srnet.tasks.base import Example

@@ -12,9 +12,9 @@ from typing import Protocol
 
 import torch
 
-from srnet.evaluation.attacks.inflection import inflections, lemma
-from srnet.evaluation.attacks.pos import wordnet_pos
-from srnet.evaluation.attacks.wordnet import WordNet
+from srnet.evaluation.attacks.resources.inflection import inflections, lemma
+from srnet.evaluation.attacks.resources.pos import wordnet_pos
+from srnet.evaluation.attacks.resources.wordnet import WordNet
 from srnet.models.loading import load_tokenizer, resolve_model_name
 
 
@@ -95,7 +95,7 @@ class EmbeddingNeighbours:
 
 class CounterFittedNeighbours:
     """TextFooler's substitutes: the ``k`` nearest words (cosine >= ``min_cos``) of the word itself in a
-    counter-fitted space (:mod:`srnet.evaluation.attacks.counterfit`), in the forms the space holds
+    counter-fitted space (:mod:`srnet.evaluation.attacks.resources.counterfit`), in the forms the space holds
     (movies -> films), never a WordNet opposite of the word (any sense, by lemma); with
     ``wordnet_kin``, only words WordNet also relates to it (a shared synset in any sense, or an
     adjective's similar-to cluster)."""

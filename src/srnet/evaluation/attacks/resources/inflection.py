@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from types import ModuleType
 
-from srnet.evaluation.attacks.extra import import_extra
+from srnet.evaluation.attacks.resources.extra import import_extra
 
 UPOS = {"n": "NOUN", "v": "VERB", "a": "ADJ", "r": "ADV"}
 """WordNet part of speech -> lemminflect's universal tag."""
