@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SRNET_DATA_DIR", REPO.parent / "shared" / "data"))
@@ -214,3 +215,60 @@ def assert_reloads_without_srnet(shrunk: Path, masked: Path, tmp_path: Path) -> 
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=tmp_path)
     torch.testing.assert_close(torch.load(tmp_path / "logits.pt"), expected, rtol=0, atol=1e-5)
+
+
+# Helpers shared by tests in several folders.
+
+def srnet(*args: str, cwd: Path, pythonpath: list[Path] = ()) -> subprocess.CompletedProcess:
+    """The srnet command in a fresh process (nothing of this test process is imported there)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in [REPO / "src", *pythonpath]),
+           "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "srnet.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def encoded(tokenizer, examples, ids: bool = True):
+    """The examples tokenized as a datasets.Dataset (with their ids unless ``ids`` is False)."""
+    import datasets
+
+    enc = tokenizer([e.text_a for e in examples], [e.text_b for e in examples], truncation=True,
+                    max_length=48)
+    columns = {"label": [e.label for e in examples], **enc}
+    if ids:
+        columns["id"] = [e.id for e in examples]
+    return datasets.Dataset.from_dict(columns)
+
+
+HANS_SPEC = {"path": "hans/train.jsonl", "name": "hans", "challenge": "hans", "n": 300}
+DEV_SPEC = {"path": "mnli/dev_matched.jsonl", "name": "mnli_dev", "n": 200}
+
+
+def hans_block(acc: float, gap: float, rule: str = "sum", other: tuple[float, float] = (0.5, 0.0)) -> dict:
+    """A HANS block with both rules: ``rule`` gives (acc, gap), the other rule ``other``."""
+    def scores(a: float, g: float) -> dict:
+        table = {h: {"entailment": 0.5 + g / 2, "non-entailment": 0.5 - g / 2}
+                 for h in ("lexical_overlap", "subsequence", "constituent")}
+        return {"accuracy": a, "primary": a, "shortcut_gap": g, "by_heuristic": table}
+
+    rules = {rule: scores(acc, gap), ("argmax" if rule == "sum" else "sum"): scores(*other)}
+    return {"n": 300, **rules[rule], "collapse": rule, "by_rule": rules, "rule_disagreement": 7}
+
+
+def write_run(root: Path, name: str, *, seed: int, dev: float, hans: dict | None = None,
+              method: str | None = None, sparsity: float = 0.0, loss: str = "ce",
+              tags: dict | None = None, task: str = "nli", dev_n: int = 200) -> Path:
+    """A finished-run folder: metrics.json + config.yaml, as srnet writes them."""
+    run = root / name
+    run.mkdir(parents=True)
+    recipe = {"name": name, "task": task, "seed": seed, "loss": {"name": loss},
+              "pruning": {"method": method, "sparsity": sparsity} if method else None,
+              "data": {"dev": DEV_SPEC | {"n": dev_n}, "challenge": [HANS_SPEC] if hans else []},
+              "tags": tags or {}}
+    metrics = {"run": name, "task": task, "seed": seed,
+               "id": {"mnli_dev": {"n": dev_n, "accuracy": dev, "primary": dev}},
+               "ood": {"hans": hans} if hans else {},
+               "sparsity": {"overall": sparsity,
+                            "by_layer_role": {"0.query": sparsity, "1.ffn_in": sparsity}}}
+    (run / "config.yaml").write_text(yaml.safe_dump(recipe))
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    return run

@@ -5,7 +5,7 @@
 ``{"id": ..., "weight": ...}`` rows that a recipe gives as ``loss.inputs.example_weights`` (the
 ``SrnetTrainer`` as ``inputs={"example_weights": path}``).  The loss ``weighted_ce`` is the
 weighted mean of the per-example cross-entropy, so all-ones weights give ``ce`` and all-zero
-weights a loss of exactly 0.  tests/test_loss_inputs.py loads it through ``plugins:``.
+weights a loss of exactly 0.  tests/losses/test_loss_inputs.py loads it through ``plugins:``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A toy pruning method: all that adding a method takes is this one module (issue 18).
 
 Its class, its params model and ``@register_method``; importing the module registers it, and
-recipes can then say ``pruning: {method: toy, params: {keep: largest}}``.  tests/test_toy_method.py
+recipes can then say ``pruning: {method: toy, params: {keep: largest}}``.  tests/pruning/test_toy_method.py
 imports it for its own tests only and runs it through the method x loss matrix.
 """
 

@@ -1,4 +1,4 @@
-"""The Python API: every CLI command is one of these calls (``tests/test_cli.py`` checks that each
+"""The Python API: every CLI command is one of these calls (``tests/cli/test_cli.py`` checks that each
 handler imports from here only, besides table formatting).
 
 >>> from srnet import api

@@ -11,7 +11,7 @@ after studies were recorded, left out of fingerprints.
   the upgrade.  Each ``*_ADDED_LATER`` table lists such keys with that default;
   :func:`drop_defaults` applies one.  (A stage kind's own later parameters are its params
   model's ``added_later``, read the same way.)  A pruning section is fingerprinted in the flat
-  layout (:func:`pruning_fingerprint_layout`).  ``tests/test_recorded_keys.py`` plans every
+  layout (:func:`pruning_fingerprint_layout`).  ``tests/experiments/test_recorded_keys.py`` plans every
   recorded study with today's code and fails, pointing here, when a recorded stage folder would
   get another key.
 """

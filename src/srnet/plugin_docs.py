@@ -1,7 +1,7 @@
 """``docs/plugins.md``, written from the registries: every built-in plug-in of every kind, what it
 does (its docstring's first sentence) and its parameters with their defaults.
 
-``python -m srnet.plugin_docs > docs/plugins.md`` rewrites the page; ``tests/test_docs_registries.py``
+``python -m srnet.plugin_docs > docs/plugins.md`` rewrites the page; ``tests/project/test_docs_registries.py``
 fails when it is stale.
 """
 

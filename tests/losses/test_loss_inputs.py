@@ -17,6 +17,7 @@ import pytest
 import torch
 import yaml
 
+from conftest import srnet
 from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.config import recipe_from_dict
@@ -24,9 +25,8 @@ from srnet.errors import SrnetError
 from srnet.loss_inputs import BUILT_IN_SOURCES, LOSS_INPUTS, ReadContext, check_batch, read_inputs
 from srnet.losses import LOSSES
 from srnet.tasks import generate_synthetic
-from test_plugins import srnet
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOY = REPO / "tests" / "toy_input.py"
 N_TRAIN = 24
 
@@ -115,8 +115,8 @@ def test_a_plugin_input_runs_through_srnet_run_and_reaches_the_loss(tmp_path, ti
 def test_a_plugin_input_reaches_the_trainer(toy_input, tmp_path, tiny_model_dir):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, TrainingArguments
 
+    from conftest import encoded
     from srnet.integrations.transformers import SrnetTrainer
-    from test_trainer_integration import encoded
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     train = encoded(tokenizer, generate_synthetic("train", N_TRAIN, seed=0))

@@ -11,7 +11,7 @@ Attack cells attack a tiny random classifier (its head sharpened so that small e
 on a split whose gold labels are, by construction, its clean prediction on the even rows and
 another label on the odd ones: the odd rows must be skipped, the even ones attacked, and the
 written rows and summary must say so.  Run-kind cells run
-a whole recipe (``srnet.api.run``, ``mask_train``) and make the checks of tests/test_matrix.py
+a whole recipe (``srnet.api.run``, ``mask_train``) and make the checks of tests/project/test_matrix.py
 where they apply: a complete run folder, exact sparsity, masks that round-trip, and an export
 that reloads with plain ``transformers`` (an MLM for the ``text`` kind) and gives the masked
 model's outputs; for a task, predictions that the exported model reproduces.

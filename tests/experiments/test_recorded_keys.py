@@ -16,7 +16,7 @@ import pytest
 
 from srnet.experiments.sweep.plan import load_sweep, plan_sweep
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STUDIES = sorted((REPO / "recipes" / "studies").glob("*.yaml"))
 RECORDED_ELSEWHERE = {"robust_tickets_3seeds_cpu": ["robust_tickets_attacks_cpu"],
                       "sparse_fast": ["sparse_fast_h200"], "sparse_fast_w7": ["sparse_fast_w7_h200"]}

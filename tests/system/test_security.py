@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import tiny_recipe
+from conftest import tiny_recipe, write_run
 from srnet import api
 from srnet.bias import load_bias_log_probs
 from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.io import MAX_YAML_DEPTH, MAX_YAML_NODES, MAX_YAML_SIZE, load_yaml, read_yaml
 from srnet.reporting.study import write_report
-from test_study_report import write_run
 
 DEEP = "[" * 1000 + "]" * 1000
 """1 KB of YAML nested a thousand deep: PyYAML's composer recursed once per level (RecursionError)."""

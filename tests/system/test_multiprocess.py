@@ -33,7 +33,7 @@ from srnet import api
 from srnet.sparsity.mask_io import load_masks
 
 pytestmark = pytest.mark.slow  # processes launched by accelerate (make test ARGS='-m "not slow"' skips)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 AUDIT = '''
 import os, sys
@@ -137,7 +137,7 @@ def test_api_sweep_from_a_script_needs_the_main_guard_and_says_so(tmp_path, tiny
             "stages": {"ft": {"kind": "train"}}, "grid": {"seed": [1, 2]}}
     (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(data))
     call = "api.sweep('sweep.yaml', workers=2, resume=True)"
-    src = Path(__file__).resolve().parents[1] / "src"
+    src = Path(__file__).resolve().parents[2] / "src"
     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
 
     def run(body: str) -> subprocess.CompletedProcess:

@@ -21,7 +21,7 @@ from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.experiments.sweep.stages import Stage, register_stage
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

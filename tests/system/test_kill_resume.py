@@ -25,7 +25,7 @@ from srnet.sparsity.mask_io import load_masks
 
 pytestmark = pytest.mark.slow  # subprocesses killed and resumed (make test ARGS='-m "not slow"' skips)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 KILL_AFTER_STEPS = (2, 4, 7, 9, 11)
 """The chain is killed as soon as the log shows these train steps (mid-step, mid-eval or mid-save)."""

@@ -14,7 +14,7 @@ round-trips bit for bit; the exported checkpoint reloads with plain ``transforme
 missing or re-initialised weights) and gives the logits the masked model gave during the
 run; frozen-weight methods leave the weights untouched.  Every cell is given a file of every
 registered loss input, each written by its input (``LossInput.write_dummy``).  The matrix's
-other axes, attacks x tasks and run kinds x tasks, are in tests/test_matrix_tasks.py.
+other axes, attacks x tasks and run kinds x tasks, are in tests/tasks/test_matrix_tasks.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A user's finished work is never lost: names are checked, every input is resolved before a run
 folder is touched, and ``--overwrite`` swaps the new run in only once it completes (the demo's
-rerun, resume and overwrite: tests/test_cli.py)."""
+rerun, resume and overwrite: tests/cli/test_cli.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.tasks import generate_synthetic
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LABELS = ["entailment", "neutral", "contradiction"]
 
 

@@ -22,7 +22,7 @@ from srnet.rundir.record import (
     write_metrics,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RECORDS = sorted((ROOT / "results").rglob("metrics.json"))
 
 

@@ -22,7 +22,7 @@ from srnet.pruning.registry import METHODS
 from srnet.registry import Registry
 from srnet.training.objectives import OBJECTIVES
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 LISTINGS = [
     ("recipes.md", "name: ce # ", " params:", LOSSES),
@@ -33,7 +33,7 @@ LISTINGS = [
     ("api.md", "import build_method, PruningConfig # ", "\n", METHODS),
     ("api.md", "import build_attack # ", "\n", ATTACKS),
     ("architecture.md", "stage-kind registry (classes *Stage): ", " execute.py", STAGES),
-    ("architecture.md", "greedy search, registry: ", ";", ATTACKS),
+    ("architecture.md", "greedy/beam search, registry: ", ";", ATTACKS),
     ("architecture.md", "objectives/ base (Objective, registry, train_step); registry: ", " data.py",
      OBJECTIVES),
     ("architecture.md", "loss registry: ", " loss_inputs/", LOSSES),

@@ -14,22 +14,15 @@ from pathlib import Path
 
 import yaml
 
+from conftest import srnet
 from conftest import synthetic_split as synthetic
 from srnet.cli import main
 from srnet.config import load_recipe, recipe_from_dict
 from srnet.plugins import FILE_MODULE_PREFIX, load_plugins, missing_plugins
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOY = REPO / "tests" / "toy_method.py"
 TOY_INPUT = REPO / "tests" / "toy_input.py"
-
-
-def srnet(*args: str, cwd: Path, pythonpath: list[Path] = ()) -> subprocess.CompletedProcess:
-    """The srnet command in a fresh process (nothing of this test process is imported there)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in [REPO / "src", *pythonpath]),
-           "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "srnet.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
 
 
 def toy_recipe(model, **extra) -> dict:

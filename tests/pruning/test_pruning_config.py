@@ -29,7 +29,7 @@ from srnet.pruning import (
     register_method,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # the same settings in the old flat spelling and in the new one, with the hash of the pruning
 # section's fingerprint form, as the flat config dumped it before per-method params (pinned)

@@ -26,7 +26,7 @@ from srnet.reporting.study import (
 from srnet.reporting.study.base import ordered
 from srnet.sparsity.mask_io import MaskMetadata, save_masks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
 DEV = {"path": "mnli/dev_matched.jsonl", "name": "mnli_dev", "n": 100}
 HANS = {"path": "hans/train.jsonl", "name": "hans", "challenge": "hans", "n": 60}

@@ -12,6 +12,7 @@ import pytest
 import torch
 import yaml
 
+from conftest import hans_block, write_run
 from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.reporting.runs import find_runs, load_run, run_labels, split_grid_points
@@ -21,41 +22,6 @@ from srnet.rundir.record import SparsityRecord
 from srnet.sparsity.mask_io import MaskMetadata, save_masks
 
 PNG = b"\x89PNG\r\n\x1a\n"
-HANS_SPEC = {"path": "hans/train.jsonl", "name": "hans", "challenge": "hans", "n": 300}
-DEV_SPEC = {"path": "mnli/dev_matched.jsonl", "name": "mnli_dev", "n": 200}
-
-
-def hans_block(acc: float, gap: float, rule: str = "sum", other: tuple[float, float] = (0.5, 0.0)) -> dict:
-    """A HANS block with both rules: ``rule`` gives (acc, gap), the other rule ``other``."""
-    def scores(a: float, g: float) -> dict:
-        table = {h: {"entailment": 0.5 + g / 2, "non-entailment": 0.5 - g / 2}
-                 for h in ("lexical_overlap", "subsequence", "constituent")}
-        return {"accuracy": a, "primary": a, "shortcut_gap": g, "by_heuristic": table}
-
-    rules = {rule: scores(acc, gap), ("argmax" if rule == "sum" else "sum"): scores(*other)}
-    return {"n": 300, **rules[rule], "collapse": rule, "by_rule": rules, "rule_disagreement": 7}
-
-
-def write_run(root: Path, name: str, *, seed: int, dev: float, hans: dict | None = None,
-              method: str | None = None, sparsity: float = 0.0, loss: str = "ce",
-              tags: dict | None = None, task: str = "nli", dev_n: int = 200) -> Path:
-    """A finished-run folder: metrics.json + config.yaml, as srnet writes them."""
-    run = root / name
-    run.mkdir(parents=True)
-    recipe = {"name": name, "task": task, "seed": seed, "loss": {"name": loss},
-              "pruning": {"method": method, "sparsity": sparsity} if method else None,
-              "data": {"dev": DEV_SPEC | {"n": dev_n}, "challenge": [HANS_SPEC] if hans else []},
-              "tags": tags or {}}
-    metrics = {"run": name, "task": task, "seed": seed,
-               "id": {"mnli_dev": {"n": dev_n, "accuracy": dev, "primary": dev}},
-               "ood": {"hans": hans} if hans else {},
-               "sparsity": {"overall": sparsity,
-                            "by_layer_role": {"0.query": sparsity, "1.ffn_in": sparsity}}}
-    (run / "config.yaml").write_text(yaml.safe_dump(recipe))
-    (run / "metrics.json").write_text(json.dumps(metrics))
-    return run
-
-
 @pytest.fixture()
 def study(tmp_path) -> Path:
     root = tmp_path / "runs"
@@ -533,7 +499,7 @@ def test_the_attack_union_counts_a_sentence_only_if_it_survives_every_attack(tmp
 def test_backfill_gives_older_attack_summaries_their_survivors(tmp_path):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("backfill", Path(__file__).parents[1] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("backfill", Path(__file__).parents[2] / "benchmarks"
                                                   / "backfill_attack_survivors.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

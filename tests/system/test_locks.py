@@ -18,7 +18,7 @@ from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.rundir import locks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_held_lock_is_not_taken_and_release_frees_it(tmp_path):

@@ -1,6 +1,6 @@
 """Adding a pruning method is one module: tests/toy_method.py, imported (which registers it) for
 this module's tests only, runs through the same cells and checks as every registered method in
-tests/test_matrix.py: exact sparsity, masks that round-trip, an export that reloads with plain
+tests/project/test_matrix.py: exact sparsity, masks that round-trip, an export that reloads with plain
 ``transformers`` and gives the masked model's logits, and a shrunk structured export."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import importlib
 import sys
 
 import pytest
-
 import test_matrix as matrix
+from test_matrix import SPARSITY, check_cell, check_structured_cell, granularity_cells, matrix_cells, recipe
+
 from srnet import api
 from srnet.pruning import METHODS, PruningConfig, available_methods, get_method
 from srnet.sparsity.mask_io import load_masks
-from test_matrix import SPARSITY, check_cell, check_structured_cell, granularity_cells, matrix_cells, recipe
 
 TOY = "toy"
 """The name tests/toy_method.py registers."""

@@ -13,13 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pytest
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer, TrainerCallback, TrainingArguments
 
-from conftest import save_tiny_model, synthetic_split, tiny_classifier
+from conftest import encoded, save_tiny_model, synthetic_split, tiny_classifier
 from srnet import api
 from srnet.bias import write_bias_predictions
 from srnet.config import LossConfig
@@ -53,15 +52,6 @@ def setting(tmp_path_factory):
     return {"root": root, "model": model_dir, "bias": root / "bias.jsonl", "train": train,
             "dev": generate_synthetic("dev", N_DEV, seed=0),
             "tokenizer": AutoTokenizer.from_pretrained(model_dir)}
-
-
-def encoded(tokenizer, examples, ids: bool = True):
-    enc = tokenizer([e.text_a for e in examples], [e.text_b for e in examples], truncation=True,
-                    max_length=48)
-    columns = {"label": [e.label for e in examples], **enc}
-    if ids:
-        columns["id"] = [e.id for e in examples]
-    return datasets.Dataset.from_dict(columns)
 
 
 def arguments(out, **extra) -> TrainingArguments:
@@ -362,7 +352,7 @@ def test_export_takes_the_export_verb_s_config(setting, tmp_path):
 
 def test_the_example_script_runs_offline(setting, tmp_path):
     """examples/trainer_poe.py end to end on the tiny model (a smoke-sized schedule)."""
-    script = Path(__file__).resolve().parents[1] / "examples" / "trainer_poe.py"
+    script = Path(__file__).resolve().parents[2] / "examples" / "trainer_poe.py"
     done = subprocess.run([sys.executable, str(script), "--model", str(setting["model"]), "--n-train", "64",
                            "--epochs", "0.1", "--out", str(tmp_path / "example")],
                           capture_output=True, text=True, timeout=300, check=False)
