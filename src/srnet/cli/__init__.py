@@ -1,24 +1,27 @@
 """The ``srnet`` command. Thin: it parses arguments and calls :mod:`srnet.api`.
 
-Each sub-command is an ``add_<command>`` function (its parser) beside its ``cmd_<command>``
-handler, in the module of its group: :mod:`.runs`, :mod:`.results`, :mod:`.models`, :mod:`.bias`,
-:mod:`.masks`; :mod:`.common` holds what they share."""
+Each sub-command is an ``add_<command>`` function (its parser, registered in
+:data:`~srnet.cli.commands.COMMANDS` with its API function) beside its ``cmd_<command>`` handler, in
+the module of its group: :mod:`.runs`, :mod:`.results`, :mod:`.models`, :mod:`.bias`, :mod:`.masks`;
+:mod:`.common` holds what they share. A plug-in (an ``srnet.plugins`` entry point) may register more."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
-from srnet.cli import bias, masks, models, results, runs
+from srnet.cli.commands import COMMANDS
 from srnet.cli.common import Parser
 from srnet.console import end_progress_bars, quiet_libraries
 from srnet.errors import NeedsOption, SrnetError
 
-COMMANDS = (runs.add_info, runs.add_run, runs.add_sweep, runs.add_finetune, results.add_evaluate,
-            results.add_predict, results.add_attack, runs.add_demo, models.add_compress, models.add_export,
-            models.add_bench, models.add_transfer, results.add_report, bias.add_bias, masks.add_masks)
-"""Every sub-command's parser, in the order of ``srnet --help``."""
+COMMAND_MODULES = ("runs", "results", "models", "bias", "masks")
+"""The built-in commands' modules, in the order of ``srnet --help`` (importing one registers its
+commands)."""
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"srnet.cli.{_module}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +68,10 @@ def check_input_files(args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``srnet`` parser: every sub-command of :data:`COMMANDS`."""
+    """The ``srnet`` parser: every registered sub-command, the installed plug-ins' too."""
+    from srnet.plugins import load_entry_points
+
+    load_entry_points()
     parser = Parser(
         prog="srnet",
         description="Find sparse and robust subnetworks inside pre-trained transformer encoders.",
@@ -73,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         "examples: README.md.",
     )
     sub = parser.add_subparsers(metavar="COMMAND")
-    for add in COMMANDS:
-        add(sub)
+    for command in COMMANDS.values():
+        command.add(sub)
     return parser
 

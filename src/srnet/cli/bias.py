@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from srnet.cli.commands import register_command
 from srnet.cli.flags import add_config_flags, config_values
 from srnet.experiments.verbs.config import DifficultyConfig
 
 
+@register_command("bias", api={"bias fit": "bias_fit", "bias difficulty": "bias_difficulty"})
 def add_bias(sub) -> None:
     """``srnet bias ACTION``."""
     group = sub.add_parser("bias", help="bias models and sample difficulty")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from srnet.cli.commands import register_command
 
+
+@register_command("masks", api={"masks show": "masks_show", "masks compare": "masks_compare",
+                           "masks draw": "masks_draw", "masks random-like": "masks_random_like"})
 def add_masks(sub) -> None:
     """``srnet masks ACTION``."""
     group = sub.add_parser("masks", help="inspect and compare mask files")

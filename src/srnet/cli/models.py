@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 
+from srnet.cli.commands import register_command
 from srnet.cli.flags import add_config_flags, config_values
 from srnet.experiments.verbs.compress import CompressConfig
 from srnet.experiments.verbs.config import BenchConfig, ExportConfig, TransferConfig
 
 
+@register_command("compress", api="compress")
 def add_compress(sub) -> None:
     p = sub.add_parser("compress", help="a fine-tuned model -> a shrunk, faster model, measured, gated "
                        "and carded (exit 3 when a gate fails)")
@@ -78,6 +80,7 @@ def compress_summary(record: dict) -> str:
     return "\n".join(lines)
 
 
+@register_command("export", api="export")
 def add_export(sub) -> None:
     p = sub.add_parser("export", help="bake a mask file into a model and save a plain HF checkpoint")
     p.add_argument("--masks", required=True, help="masks.safetensors file (or a run directory)")
@@ -101,6 +104,7 @@ def cmd_export(args) -> int:
     return 0
 
 
+@register_command("bench", api="bench")
 def add_bench(sub) -> None:
     p = sub.add_parser("bench", help="latency of dense vs shrunk (and unstructured-sparse) models")
     p.add_argument("models", nargs="+", metavar="MODEL_OR_RUN",
@@ -137,6 +141,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
+@register_command("transfer", api="transfer")
 def add_transfer(sub) -> None:
     p = sub.add_parser("transfer", help="fine-tune one mask (e.g. from TAMT) on several tasks, mask fixed")
     p.add_argument("mask", help="masks.safetensors file or the run directory that holds it")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from srnet.cli.commands import register_command
 from srnet.cli.common import data_flags, flag_recipe, plugins_flag, print_summary
 from srnet.cli.flags import add_config_flags, config_values
 from srnet.experiments.verbs.config import AttackConfig, PredictConfig, ReportConfig
 
 
+@register_command("evaluate", api="evaluate")
 def add_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate a model or run directory on ID and OOD splits")
     p.add_argument("model", help="srnet run directory, hub id, local path or 'default'")
@@ -31,6 +33,7 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+@register_command("predict", api="predict")
 def add_predict(sub) -> None:
     p = sub.add_parser("predict", help="write a finished run's predictions on one of its splits")
     p.add_argument("run_dir")
@@ -52,6 +55,7 @@ def cmd_predict(args) -> int:
     return 0
 
 
+@register_command("attack", api="attack")
 def add_attack(sub) -> None:
     p = sub.add_parser("attack", help="attack a run's or model's predictions with a registered attack")
     p.add_argument("model", help="srnet run directory, or a model with --recipe and --out")
@@ -80,6 +84,7 @@ def cmd_attack(args) -> int:
     return 0
 
 
+@register_command("report", api="report")
 def add_report(sub) -> None:
     p = sub.add_parser("report", help="report.md + figures: runs averaged over seeds, against sparsity")
     p.add_argument("runs", nargs="+", metavar="PATH",

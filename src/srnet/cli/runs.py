@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
+from srnet.cli.commands import register_command
 from srnet.cli.common import data_flags, flag_recipe, print_summary, run_flags
 
 
+@register_command("info", api="info")
 def add_info(sub) -> None:
     p = sub.add_parser("info", help="versions, device and the default model path")
     p.set_defaults(func=cmd_info)
@@ -20,6 +22,7 @@ def cmd_info(args) -> int:
     return 0
 
 
+@register_command("run", api="run")
 def add_run(sub) -> None:
     p = sub.add_parser("run", help="run a YAML recipe")
     p.add_argument("recipe", help="recipe YAML file")
@@ -35,6 +38,7 @@ def cmd_run(args) -> int:
     return 0
 
 
+@register_command("sweep", api="sweep")
 def add_sweep(sub) -> None:
     p = sub.add_parser("sweep", help="run a sweep file: stages over a grid, each unique stage once")
     p.add_argument("sweep", help="sweep YAML file (base recipe, stages, grid)")
@@ -67,6 +71,7 @@ def cmd_sweep(args) -> int:
     return 0 if result.ok else 1
 
 
+@register_command("finetune", api="run")
 def add_finetune(sub) -> None:
     p = sub.add_parser("finetune", help="fine-tune a backbone (dense); flags override the recipe")
     p.add_argument("recipe", nargs="?", help="optional recipe YAML file")
@@ -85,6 +90,7 @@ def cmd_finetune(args) -> int:
     return 0
 
 
+@register_command("demo", api="demo")
 def add_demo(sub) -> None:
     p = sub.add_parser("demo", help="the main job: dense CE vs a CE mask and the PoE SRNet at 50%% sparsity, "
                        "and a report")

@@ -28,6 +28,7 @@ from srnet.experiments.sweep.plan import Job
 from srnet.experiments.sweep.reaper import start_reaper
 from srnet.experiments.sweep.stages import get_stage
 from srnet.io import atomic_write_json
+from srnet.plugins import load_plugins
 from srnet.rundir import locks
 from srnet.rundir.layout import COMPLETE
 
@@ -59,6 +60,7 @@ class SweepResult:
 def run_job(job: Job) -> None:
     """Run one job in this process and mark it complete (the worker's entry point)."""
     quiet_libraries()  # a worker is srnet's own process: no library noise on the sweep's terminal
+    load_plugins(job.recipe.get("plugins") or ())  # before the kind is looked up: it may be a plug-in's
     stage = get_stage(job.kind)
     job.folder.mkdir(parents=True, exist_ok=True)
     stage.run(recipe_from_dict(job.recipe, str(job.folder)), stage.params_model.model_validate(job.params),
