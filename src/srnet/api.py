@@ -28,15 +28,15 @@ from srnet.experiments.verbs.config import (
     AttackConfig,
     BenchConfig,
     DifficultyConfig,
-    ExportConfig,
     PredictConfig,
     ReportConfig,
     TransferConfig,
-    takes,
 )
+from srnet.export.config import ExportConfig
 from srnet.plugins import load_plugins
 from srnet.rundir.layout import RunDir
 from srnet.rundir.record import RunMetrics, read_metrics
+from srnet.settings import takes
 
 
 def run(
@@ -86,19 +86,24 @@ def sweep(
     workers: int = 1,
     executor: str = "local",
     gpus_per_stage: float | None = None,
+    only: Iterable[str] = (),
     progress: Callable[[str], None] = print,
 ) -> SweepResult:
     """Run a sweep file: every stage of every grid point, each unique stage once, in dependency
     order (``dry_run``: only report the plan through ``progress``).  With ``executor="ray"`` each
-    stage asks Ray for ``gpus_per_stage`` GPUs (default: one where the cluster has GPUs)."""
+    stage asks Ray for ``gpus_per_stage`` GPUs (default: one where the cluster has GPUs).  ``only``:
+    just these stages (at every grid point) and the stages they need; the others wait for a later
+    run under the same keys."""
     from srnet.experiments.sweep.execute import check_executor, execute, refuse_worker_reentry
-    from srnet.experiments.sweep.plan import describe_plan, load_sweep, plan_sweep, record_sweep
+    from srnet.experiments.sweep.plan import describe_plan, load_sweep, only_stages, plan_sweep, record_sweep
 
     path = _path("path", path)
     check_executor(executor, _integer("workers", workers, None), gpus_per_stage)  # before anything is written
     refuse_worker_reentry()
     data = load_sweep(path, overrides)
     jobs = plan_sweep(data, str(path))
+    if only:
+        jobs = only_stages(jobs, [only] if isinstance(only, str) else list(only), str(path))
     out = Path(data["output_dir"])
     if dry_run:
         for line in describe_plan(jobs):

@@ -13,17 +13,17 @@ from srnet.cli import build_parser
 from srnet.errors import SrnetError
 from srnet.experiments.sweep.plan import key_params
 from srnet.experiments.sweep.stages import get_stage
-from srnet.experiments.verbs import config as verb_config
 from srnet.experiments.verbs.config import (
     AttackConfig,
     AttackSettings,
     BenchConfig,
     DifficultyConfig,
-    ExportConfig,
     PredictConfig,
     ReportConfig,
     TransferConfig,
 )
+from srnet.export.config import ExportConfig
+from srnet.settings import flag_name
 
 VERB_CONFIGS = {"attack": AttackConfig, "bench": BenchConfig, "export": ExportConfig,
                 "predict": PredictConfig, "transfer": TransferConfig, "report": ReportConfig,
@@ -59,7 +59,7 @@ def test_a_verbs_flags_api_keywords_and_stage_fields_agree(command):
     assert keywords["config"].annotation in (f"{config.__name__} | None", config | None)
     for name, field in config.model_fields.items():
         flag = flags[name]
-        assert verb_config.flag_name(name, field) in flag.option_strings, name
+        assert flag_name(name, field) in flag.option_strings, name
         assert flag.required == field.is_required(), name
         if not field.is_required():
             default = _default(field)

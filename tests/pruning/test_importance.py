@@ -12,7 +12,7 @@ from conftest import synthetic_split as synthetic
 from conftest import tiny_classifier, tiny_mlm
 from srnet import api, load_model
 from srnet.errors import SrnetError
-from srnet.export import export_model
+from srnet.export import ExportConfig, export_model
 from srnet.losses import build_loss
 from srnet.models import find_groups
 from srnet.pruning import PruningConfig, build_method
@@ -229,7 +229,7 @@ def test_prune_api_with_gradient_importance_exports_a_shrunk_model_with_the_same
     probe = batches(1, seed=9)[0]
     masked = logits(model, probe)
     out = export_model(model, masks, AutoTokenizer.from_pretrained(path), tmp_path / "out", metadata=None,
-                       shrink=True)
+                       config=ExportConfig(shrink=True))
     torch.testing.assert_close(logits(load_model(out), probe), masked, rtol=0, atol=1e-5)
 
 

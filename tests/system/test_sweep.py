@@ -90,6 +90,27 @@ def test_a_stage_listed_earlier_runs_as_soon_as_its_inputs_exist(tmp_path):
         (name, seed) for seed in (1, 2) for name in stages]
 
 
+def test_only_plans_the_named_stages_and_what_they_need_under_the_same_keys(tmp_path, capsys):
+    """``--only pair`` runs the decisive pair first (with the ``ft`` it needs, at every seed); the
+    controls wait for a later full run, which finds the same keys."""
+    stages = {"ft": {"kind": "train"},
+              "pair": {"kind": "train", "set": {"model.init_from": "@ft", "pruning.method": "omp"}},
+              "pair_control": {"kind": "train", "set": {"model.init_from": "@ft", "training.max_steps": 3}},
+              "long_control": {"kind": "train", "set": {"training.max_steps": 4}}}
+    path = sweep_file(tmp_path, "m", stages, {"seed": [1, 2]})
+    full = api.sweep(path, dry_run=True, progress=lambda _: None)
+    only = api.sweep(path, dry_run=True, only=["pair"], progress=lambda _: None)
+    assert [(job.name, job.grid["seed"]) for job in only.jobs] == [
+        ("ft", 1), ("pair", 1), ("ft", 2), ("pair", 2)]
+    assert {job.key for job in only.jobs} < {job.key for job in full.jobs}
+    assert api.sweep(path, dry_run=True, only="long_control", progress=lambda _: None).jobs[0].name == \
+        "long_control"  # one name as a plain string is one stage
+    assert main(["sweep", str(path), "--dry-run", "--only", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}: --only nope: no such stage "
+                   "(stages: ft, long_control, pair, pair_control)"]
+
+
 def test_a_sweep_result_prints_as_one_line(tmp_path):
     """``print(api.sweep(...))`` shows counts, not every job's recipe (issue 41)."""
     result = api.sweep(sweep_file(tmp_path, "m", STUDY, {"seed": [1, 2]}), dry_run=True,

@@ -24,7 +24,7 @@ from srnet.bias import write_bias_predictions
 from srnet.config import LossConfig
 from srnet.errors import SrnetError
 from srnet.evaluation.predict import predict_logits
-from srnet.experiments.verbs.config import ExportConfig
+from srnet.export.config import ExportConfig
 from srnet.integrations.transformers import DEPRECATED_LOSS_KEYWORDS, SrnetTrainer, collapse_line
 from srnet.sparsity.mask_io import load_masks
 from srnet.tasks import generate_synthetic

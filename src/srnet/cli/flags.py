@@ -9,8 +9,8 @@ import types
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.config import VerbConfig, flag_name
 from srnet.io import load_yaml
+from srnet.settings import VerbConfig, flag_name
 
 
 def add_config_flags(p: argparse.ArgumentParser, config_type: type[VerbConfig]) -> None:

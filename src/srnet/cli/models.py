@@ -7,7 +7,8 @@ import sys
 from srnet.cli.commands import register_command
 from srnet.cli.flags import add_config_flags, config_values
 from srnet.experiments.verbs.compress import CompressConfig
-from srnet.experiments.verbs.config import BenchConfig, ExportConfig, TransferConfig
+from srnet.experiments.verbs.config import BenchConfig, TransferConfig
+from srnet.export.config import ExportConfig
 
 
 @register_command("compress", api="compress")

@@ -47,6 +47,9 @@ def add_sweep(sub) -> None:
     p.add_argument("--resume", action="store_true", help="continue a killed or failed sweep")
     p.add_argument("--dry-run", action="store_true", help="print the plan (done / to run) and exit")
     p.add_argument("--workers", type=int, default=1, help="stages run at once (default 1)")
+    p.add_argument("--only", action="append", default=[], metavar="STAGE",
+                   help="run only this stage (at every grid point) and the stages it needs; the others "
+                   "wait for a later run under the same keys (repeatable)")
     p.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="local worker processes (default) or Ray tasks (pip install 'srnet[ray]')")
     p.add_argument("--gpus-per-stage", type=float, default=None,
@@ -58,7 +61,8 @@ def cmd_sweep(args) -> int:
     from srnet import api
 
     result = api.sweep(args.sweep, args.overrides, resume=args.resume, dry_run=args.dry_run,
-                       workers=args.workers, executor=args.executor, gpus_per_stage=args.gpus_per_stage)
+                       workers=args.workers, executor=args.executor, gpus_per_stage=args.gpus_per_stage,
+                       only=args.only)
     if args.dry_run:
         return 0
     names = {job.key: job.label for job in result.jobs}

@@ -8,10 +8,11 @@ Modules, each importing only those above it in this list::
                         shrunk classes: srnet.models.shrunk, copied into shrunk exports as
                         modeling_srnet.py for trust_remote_code=True)
     onnx.py             model.onnx and its check against PyTorch; ONNX Runtime sessions
+    config.py           ExportConfig: how an export is written (shrink, ONNX, INT8)
     checkpoint.py       export_model (bake, shrink, ONNX, save) and load_model
 
-The shrinking names (``shrink_model``, ``prepare_remote_code``, ``SHAPES_KEY``)
-import transformers' model classes, so they load on first use, not with this package.
+
+Every name loads on first use, not with this package: the package imports no torch.
 """
 
 from __future__ import annotations
@@ -19,25 +20,38 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from srnet.export.bake import (
-    EXPORT_FORMAT_VERSION,
-    EXPORT_INFO_FILENAME,
-    bake_masks,
-    masked_weight_sparsity,
-)
-from srnet.export.checkpoint import check_baked, export_model, load_model
-from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
-
 if TYPE_CHECKING:
+    from srnet.export.bake import (
+        EXPORT_FORMAT_VERSION,
+        EXPORT_INFO_FILENAME,
+        bake_masks,
+        masked_weight_sparsity,
+    )
+    from srnet.export.checkpoint import check_baked, export_model, load_model
+    from srnet.export.config import ExportConfig
+    from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
     from srnet.export.shrink import MODELING_FILENAME, prepare_remote_code, shrink_model
     from srnet.models.shrunk import SHAPES_KEY
 
 _LAZY = {
+    "EXPORT_FORMAT_VERSION": "srnet.export.bake",
+    "EXPORT_INFO_FILENAME": "srnet.export.bake",
+    "bake_masks": "srnet.export.bake",
+    "masked_weight_sparsity": "srnet.export.bake",
+    "check_baked": "srnet.export.checkpoint",
+    "export_model": "srnet.export.checkpoint",
+    "load_model": "srnet.export.checkpoint",
+    "ExportConfig": "srnet.export.config",
+    "ONNX_FILENAME": "srnet.export.onnx",
+    "export_onnx": "srnet.export.onnx",
+    "require_onnx": "srnet.export.onnx",
     "MODELING_FILENAME": "srnet.export.shrink",
     "prepare_remote_code": "srnet.export.shrink",
     "shrink_model": "srnet.export.shrink",
     "SHAPES_KEY": "srnet.models.shrunk",
 }
+"""Every public name -> its module, imported on first use (the package itself imports no torch, so
+the CLI's parser can read :class:`ExportConfig`)."""
 
 __all__ = [
     "EXPORT_FORMAT_VERSION",
@@ -45,6 +59,7 @@ __all__ = [
     "MODELING_FILENAME",
     "ONNX_FILENAME",
     "SHAPES_KEY",
+    "ExportConfig",
     "bake_masks",
     "check_baked",
     "export_model",
@@ -58,7 +73,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The shrinking names, imported on first use."""
+    """A public name, imported from its module on first use."""
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'srnet.export' has no attribute {name!r}")

@@ -27,10 +27,10 @@ from srnet.export.bake import (
     parametrized_modules,
 )
 from srnet.export.card import CARD_FILENAME, model_card
+from srnet.export.config import ExportConfig
 from srnet.export.onnx import (
     INT8_FILENAME,
     ONNX_FILENAME,
-    check_quantize,
     check_weights_digest,
     export_onnx,
     require_onnx,
@@ -76,9 +76,7 @@ def export_model(
     *,
     metadata: MaskMetadata | None,
     overwrite: bool = False,
-    shrink: bool = False,
-    onnx: bool = False,
-    quantize: str | None = None,
+    config: ExportConfig | None = None,
     baked: nn.Module | None = None,
     metrics: Mapping[str, Any] | None = None,
     attacks: Mapping[str, Mapping[str, Any]] | None = None,
@@ -89,20 +87,24 @@ def export_model(
     ``metadata`` describes the masks (``None`` for a dense export with no masks).  ``baked`` is
     ``bake_masks(model, masks)`` when the caller has it already (a run bakes once to evaluate
     the final model): it is saved as it is, not baked again, once it is checked to carry no
-    parametrization and to hold a zero wherever ``masks`` prunes.  With ``shrink``, pruned
-    heads and neurons are removed (:func:`srnet.export.shrink.shrink_model`) and the folder also
-    carries ``modeling_srnet.py`` for ``trust_remote_code=True`` loading.  With ``onnx``, it also
-    carries ``model.onnx`` (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence
-    axes, checked against PyTorch's logits; needs ``srnet[onnx]``), and with ``quantize="int8"``
-    ``model.int8.onnx`` beside it (compared with the FP32 graph).  ``srnet_export.json`` records the
+    parametrization and to hold a zero wherever ``masks`` prunes.  ``config`` (default: a plain
+    checkpoint) says what else is written: with ``shrink``, pruned heads and neurons are removed
+    (:func:`srnet.export.shrink.shrink_model`) and the folder also carries ``modeling_srnet.py`` for
+    ``trust_remote_code=True`` loading; with ``onnx``, ``model.onnx``
+    (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence axes, checked against
+    PyTorch's logits; needs ``srnet[onnx]``), and with ``quantize="int8"`` ``model.int8.onnx``
+    beside it (compared with the FP32 graph).  ``srnet_export.json`` records the
     SHA-256 of each of these files and of ``model.safetensors``.  The model card states the
     pruning and, when given, the run's ``metrics``, ``attacks`` summaries and ``recipe`` (YAML).
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
     half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
     """
+    config = config if config is not None else ExportConfig()
+    if not isinstance(config, ExportConfig):
+        raise TypeError(f"config: expected an ExportConfig, got {type(config).__name__}")
+    shrink, onnx, quantize = config.shrink, config.onnx, config.quantize
     out = check_export_folder(out_dir, overwrite)
-    check_quantize(quantize, onnx)
     if onnx:
         require_onnx()
     weights = expand_masks(model, masks)

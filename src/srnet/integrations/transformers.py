@@ -52,8 +52,8 @@ from transformers import Trainer, TrainerCallback
 from srnet.config import LossConfig
 from srnet.errors import SrnetError
 from srnet.evaluation.mask_analysis import mask_movement, unmoved_warning
-from srnet.experiments.verbs.config import ExportConfig
 from srnet.export import bake_masks, export_model
+from srnet.export.config import ExportConfig
 from srnet.io import atomic_write, first_line
 from srnet.loss_inputs import (
     BUILT_IN_SOURCES,
@@ -367,7 +367,7 @@ class SrnetTrainer(Trainer):
         baked = bake_masks(self.model, masks)  # once: the export saves it and the metadata digests it
         return export_model(self.model, masks, self.processing_class, out,
                             metadata=self.mask_metadata(masks, baked) if masks else None, overwrite=overwrite,
-                            shrink=export.shrink, onnx=export.onnx, quantize=export.quantize, baked=baked,
+                            config=export, baked=baked,
                             recipe=recorded)
 
 

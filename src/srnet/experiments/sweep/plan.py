@@ -177,6 +177,25 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
     return list(jobs.values())
 
 
+def only_stages(jobs: list[Job], names: list[str], source: str) -> list[Job]:
+    """The jobs of the stages ``names`` (at every grid point) and every job they need, transitively,
+    in plan order: ``srnet sweep --only`` runs a study's decisive stages first; the rest wait, under
+    the same keys, for a later run of the whole sweep. One line for a name the sweep has no stage of."""
+    known = sorted({job.name for job in jobs})
+    for name in names:
+        if name not in known:
+            raise SrnetError(f"{source}: --only {name}: no such stage (stages: {', '.join(known)})")
+    by_key = {job.key: job for job in jobs}
+    wanted: set[str] = set()
+    todo = [job.key for job in jobs if job.name in names]
+    while todo:
+        key = todo.pop()
+        if key not in wanted:
+            wanted.add(key)
+            todo.extend(by_key[key].deps)
+    return [job for job in jobs if job.key in wanted]
+
+
 def check_intermediate_refs(data: dict[str, Any], deps: dict[str, Job], where: str) -> None:
     """Every '@stage/intermediate/step_N' names a step that stage exports (its
     ``training.save_at_steps``): refused when the sweep is planned, before anything runs."""

@@ -50,13 +50,13 @@ from srnet.experiments.verbs.config import (
     AttackSettings,
     BenchConfig,
     DifficultyConfig,
-    ExportConfig,
     PredictConfig,
-    VerbConfig,
 )
+from srnet.export.config import ExportConfig
 from srnet.io import read_yaml
 from srnet.registry import Registry
 from srnet.rundir.layout import RunDir
+from srnet.settings import VerbConfig
 
 
 class NoParams(VerbConfig):

@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from srnet.errors import NeedsOption, SrnetError
-from srnet.experiments.verbs.config import VerbConfig
+from srnet.settings import VerbConfig
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 GATE_FAILED_EXIT = 3

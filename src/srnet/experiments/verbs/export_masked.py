@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.config import ExportConfig
+from srnet.export.config import ExportConfig
 from srnet.io import read_yaml
 from srnet.rundir.layout import RunDir, load_attacks
 from srnet.rundir.record import read_metrics
@@ -61,8 +61,8 @@ def export_run(
             "to bake them into this model anyway"
         )
     card = _card_context(Path(model)) if RunDir(Path(model)).complete else {}
-    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, shrink=config.shrink,
-                        onnx=config.onnx, quantize=config.quantize, baked=baked, **card)
+    return export_model(net, loaded, tokenizer, out, metadata=meta, overwrite=overwrite, config=config,
+                        baked=baked, **card)
 
 
 def _card_context(folder: Path) -> dict:
