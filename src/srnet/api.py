@@ -23,7 +23,8 @@ from srnet.errors import SrnetError
 from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
 from srnet.experiments.sweep.execute import SweepResult
-from srnet.experiments.verbs.compress import CompressConfig, CompressResult
+from srnet.experiments.verbs import compress as compress_verb  # also registers the compress stage kind
+from srnet.experiments.verbs.compress_config import CompressConfig, CompressResult
 from srnet.experiments.verbs.config import (
     AttackConfig,
     BenchConfig,
@@ -459,12 +460,10 @@ def compress(
     against the bias, export, bench, evaluate, attack and gate; write ``<out>/model`` with its card
     and ``<out>/compress.json``.  ``result.passed`` is false when a gate failed (everything is still
     written); ``dry_run`` prints the plan and the estimate and trains nothing."""
-    from srnet.experiments.verbs.compress import compress as run
-
     resolved = CompressConfig.resolve(config, settings)
     model, out = str(_path("model", model)), _path("out", out)
-    return run(model, resolved, recipe=recipe, overrides=overrides, out=out,
-               resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
+    return compress_verb.compress(model, resolved, recipe=recipe, overrides=overrides, out=out,
+                                  resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
 
 
 def metrics(run: str | Path) -> RunMetrics:

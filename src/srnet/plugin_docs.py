@@ -29,6 +29,7 @@ def registries() -> list[tuple[Registry[Any], str]]:
     import srnet.evaluation.attacks  # registers the attacks
     import srnet.experiments.run.tamt  # registers the run kinds (with .task)
     import srnet.experiments.run.task
+    import srnet.experiments.verbs.compress  # registers the compress stage kind
     import srnet.reporting.study  # noqa: F401  (registers the report sections)
     from srnet.bias.features import FEATURES
     from srnet.evaluation.attacks.base import ATTACKS

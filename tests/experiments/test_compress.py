@@ -15,7 +15,7 @@ from conftest import save_tiny_model, tiny_recipe
 from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.compress import GATE_FAILED_EXIT, CompressConfig, CompressResult
+from srnet.experiments.verbs.compress_config import GATE_FAILED_EXIT, CompressConfig, CompressResult
 from srnet.experiments.verbs.compress_gates import gates
 from srnet.io import file_sha256
 from srnet.rundir import locks

@@ -6,7 +6,7 @@ import sys
 
 from srnet.cli.commands import register_command
 from srnet.cli.flags import add_config_flags, config_values
-from srnet.experiments.verbs.compress import CompressConfig
+from srnet.experiments.verbs.compress_config import CompressConfig
 from srnet.experiments.verbs.config import BenchConfig, TransferConfig
 from srnet.export.config import ExportConfig
 

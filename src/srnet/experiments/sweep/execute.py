@@ -8,6 +8,7 @@ dependants are skipped and the failures are returned with their one-line errors.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -61,6 +62,8 @@ def run_job(job: Job) -> None:
     """Run one job in this process and mark it complete (the worker's entry point)."""
     quiet_libraries()  # a worker is srnet's own process: no library noise on the sweep's terminal
     load_plugins(job.recipe.get("plugins") or ())  # before the kind is looked up: it may be a plug-in's
+    if job.module:
+        importlib.import_module(job.module)  # ... or registered by its verb's module (compress)
     stage = get_stage(job.kind)
     job.folder.mkdir(parents=True, exist_ok=True)
     stage.run(recipe_from_dict(job.recipe, str(job.folder)), stage.params_model.model_validate(job.params),

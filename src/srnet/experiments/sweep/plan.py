@@ -75,6 +75,9 @@ class Job:
     grid: dict[str, Any] = field(default_factory=dict)
     """The grid values that shape this stage: the base's, its own and those of the stages it
     consumes (transitively); recorded in ``stage.json`` so a report never pools grid points."""
+    module: str = ""
+    """The module that registers the stage's kind: a worker imports it (by name, as it would a
+    plug-in) before looking the kind up, so a kind may be registered by the verb above it."""
 
     @property
     def label(self) -> str:
@@ -169,7 +172,7 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
                 name=name, kind=spec.kind, key=key, folder=out / name / key,
                 recipe=resolve_refs(recipe.model_dump(mode="json"), outputs),
                 params=resolve_refs(params, outputs), deps=[keys[d] for d in deps],
-                grid=own_grid,
+                grid=own_grid, module=type(stage).__module__,
             )
     for name in gathering:
         job = _gather(name, sweep, points, jobs, out, source)
@@ -249,7 +252,7 @@ def _gather(name: str, sweep: SweepFile, points: list[tuple[dict[str, Any], dict
     first = {d: _output(jobs[points[0][1][d]]) for d in stage_refs(data)}  # refs of the base
     return Job(name=name, kind=spec.kind, key=key, folder=out / name / key,
                recipe=resolve_refs(recipe.model_dump(mode="json"), first), params=resolved,
-               deps=[k for d in deps for k in keys[d]], grid={})
+               deps=[k for d in deps for k in keys[d]], grid={}, module=type(stage).__module__)
 
 
 def first_change(old: Any, new: Any, prefix: str = "") -> str | None:

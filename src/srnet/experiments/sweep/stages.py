@@ -24,14 +24,17 @@ export      ``srnet export`` of a run: its masks    the export folder (``<folder
 bench       ``srnet bench`` of several models (a    the result file (``<folder>/bench.json``)
             *gathering* stage: once per sweep)
 compress    ``srnet compress`` of a fine-tuned      the compressed model (``<folder>/model``; the
-            model, the stage's recipe as its data   gates in ``<folder>/compress.json``)
+            model, the stage's recipe as its data   gates in ``<folder>/compress.json``);
+            (registered by its verb module,         compress runs a sweep itself, so its stage
+            :mod:`srnet.experiments.verbs.compress`) sits above this module, not in it
 =========== ======================================= ============================================
 
 A *gathering* stage (``gathers = True``: ``bench``) runs once for the whole sweep, after every
 grid point: a reference in its ``with:`` to a stage that runs at several grid points stands for
 all of their outputs (a list item expands into one item per output, in plan order).
 
-Adding a kind is one class and its ``@register_stage("kind")`` line.
+Adding a kind is one class and its ``@register_stage("kind")`` line, here or in the module of its
+verb (a job records its kind's module, which each worker imports before looking the kind up).
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ from pydantic import BaseModel, Field, model_validator
 
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.compress import CompressConfig
 from srnet.experiments.verbs.config import (
     AttackConfig,
     AttackSettings,
@@ -346,28 +348,3 @@ class BenchStage(Stage):
         from srnet.experiments.verbs.bench import bench
 
         bench(params.models, params, out=self.output(folder, params), overwrite=True)  # its own file
-
-
-class CompressParams(CompressConfig):
-    model: str = Field(description="the fine-tuned model: a run folder or '@stage', or a Hugging Face "
-                       "folder or id")
-
-
-@register_stage("compress")
-class CompressStage(Stage):
-    """``srnet compress`` of ``model`` with the stage's recipe as its data (a run folder's own recipe
-    is not used): sized, trained, exported, gated and carded in ``<folder>``; a failed gate is
-    recorded in ``compress.json`` (``passed``), not a failed stage."""
-
-    params_model = CompressParams
-
-    def output(self, folder: Path, params: CompressParams) -> Path:
-        return folder / "model"
-
-    def run(self, recipe: Recipe, params: CompressParams, folder: Path) -> None:
-        from srnet.experiments.verbs.compress import RESULT_FILE, compress
-
-        if (folder / RESULT_FILE).is_file():  # killed after the result was written
-            return
-        config = CompressConfig(**params.model_dump(exclude={"model"}))
-        compress(params.model, config, recipe=recipe, out=folder, resume=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from srnet.evaluation.metrics import COLLAPSE_FRACTION
-from srnet.experiments.verbs.compress import (
+from srnet.experiments.verbs.compress_config import (
     GATE_FAILED_EXIT,
     RECIPE_NAME,
     RESULT_FILE,

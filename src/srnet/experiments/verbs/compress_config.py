@@ -1,0 +1,127 @@
+"""What ``srnet compress`` and its end (:mod:`~srnet.experiments.verbs.compress_gates`) share: the
+verb's settings (:class:`CompressConfig`), the user's model (:class:`Source`), the result, the
+recorded file names and the exit code of a failed gate. It imports no torch and nothing of the
+sweep machinery, so the CLI's parser and the compress stage can read it."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from srnet.settings import VerbConfig
+
+RUNTIMES = ("torch", "onnx", "onnx-int8")
+GATE_FAILED_EXIT = 3
+"""Exit status of ``srnet compress`` when the artifact misses a gate (bad input: 2)."""
+RECIPE_NAME = "sparse_fast s50_omp (W6): OMP-gradient heads+neurons, distilled PoE recovery"
+"""The committed recipe the pipeline follows (recipes/studies/sparse_fast.yaml)."""
+KD = {"name": "kd", "params": {"pred_weight": 1.0, "temperature": 2.0}}
+RESULT_FILE = "compress.json"
+SIZING_FILE = "sizing.json"
+LOCK = ".compress.lock"
+
+
+class CompressConfig(VerbConfig):
+    """``srnet compress``: the target, the machine it is measured on, and the gates."""
+
+    speedup: float | None = Field(
+        None,
+        gt=1,
+        description="target speed-up over the dense model, "
+        "measured on this machine (exclusive with --sparsity)",
+    )
+    sparsity: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="fraction of heads and FFN neurons to remove in every layer (exclusive with --speedup)",
+    )
+    runtime: str = Field(
+        "torch",
+        description="runtime of the shipped model, timed against dense "
+        "PyTorch FP32: torch, onnx or onnx-int8",
+    )
+    batch: int = Field(32, ge=1, description="batch size of the timing")
+    length: int = Field(128, ge=2, description="sequence length (tokens) of the timing")
+    threads: int = Field(1, ge=1, description="threads of the timing")
+    rounds: int = Field(7, ge=1, description="interleaved timing rounds (median)")
+    margin: float = Field(
+        0.05,
+        ge=0,
+        lt=1,
+        description="the chosen level's timed speed-up must exceed the target by this fraction",
+    )
+    levels: list[float] = Field(
+        [0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+        min_length=1,
+        json_schema_extra={"metavar": "LEVEL"},
+        description="candidate head+neuron levels timed for --speedup",
+    )
+    bias: str | None = Field(
+        None,
+        description="the shortcut to guard against: a bias feature "
+        "({features}), a bias folder (srnet bias fit) or a training-split bias "
+        "predictions file; none: plain distilled compression",
+    )
+    max_id_drop: float = Field(1.0, ge=0, description="ID-accuracy gate: points below the reference")
+    max_robust_drop: float = Field(0.0, ge=0, description="hard / challenge gate: points below the reference")
+    attack_n: int = Field(200, ge=0, description="dev examples attacked with charswap (0: no attack)")
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, value: str) -> str:
+        if value not in RUNTIMES:
+            raise ValueError(f"--runtime {value}: not one of {', '.join(RUNTIMES)}")
+        return value
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, value: list[float]) -> list[float]:
+        bad = [v for v in value if not 0 < v < 1]
+        if bad:
+            raise ValueError(f"--levels {bad[0]}: a level is a fraction between 0 and 1")
+        return sorted(set(value))
+
+    @model_validator(mode="after")
+    def _one_target(self) -> CompressConfig:
+        if (self.speedup is None) == (self.sparsity is None):
+            raise ValueError("give exactly one target: --speedup X or --sparsity S")
+        return self
+
+
+@dataclass
+class Source:
+    """The user's model and the recipe that supplies its data."""
+
+    model: str
+    recipe: dict[str, Any]
+    start: dict[str, Any]
+    """The recipe keys that load the user's model (``model.name`` or ``model.init_from``)."""
+    weights: Path
+    """The folder holding the model's weights and config."""
+
+
+@dataclass
+class CompressResult:
+    """A finished (or planned) compression: its folder, the chosen level, the gates."""
+
+    out: Path
+    level: float | None
+    plan: list[str] = field(default_factory=list)
+    estimate_s: float | None = None
+    record: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.record.get("passed"))
+
+
+def copy_model(export: Path, target: Path) -> None:
+    """The export folder copied to ``target`` (the artifact the card describes)."""
+    from srnet.io import atomic_folder
+
+    atomic_folder(target, lambda tmp: shutil.copytree(export, tmp, dirs_exist_ok=True))
