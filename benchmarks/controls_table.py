@@ -11,13 +11,17 @@ MNLI dev-matched (hard = the pairs the hypothesis-only model gets wrong):
   (positive: mean >= +0.5 and every seed > 0; negative: mean <= -0.5 and every seed < 0; else
   level).  A pair with fewer than 3 seeds on both sides is printed as pending, never judged.
 
-Run: ``python benchmarks/controls_table.py results/controls_cpu``.
+Run: ``python benchmarks/controls_table.py results/controls_cpu`` (``--page docs/studies/controls_cpu.md``
+also replaces the page's ``<!-- controls_table -->`` block with what is printed).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -101,8 +105,25 @@ def verdict(diffs: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--page", type=Path, help="a page whose controls_table block gets the output")
     args = parser.parse_args()
-    runs = load(args.folder)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_tables(load(args.folder))
+    print(printed.getvalue(), end="")
+    if args.page:
+        text = args.page.read_text()
+        table = printed.getvalue().rstrip()
+        block = f"<!-- controls_table -->\n```text\n{table}\n```\n<!-- /controls_table -->"
+        new, count = re.subn(r"<!-- controls_table -->.*?<!-- /controls_table -->", lambda _: block, text,
+                             flags=re.S)
+        if count != 1:
+            raise SystemExit(f"{args.page}: expected one controls_table block, found {count}")
+        args.page.write_text(new)
+
+
+def print_tables(runs: dict[str, dict[int, dict]]) -> None:
+    """The checks, the rows and the pre-registered pairs, as printed by :func:`main`."""
     problems = checks(runs)
     print("checks: " + ("every mask at its target, every learned mask moved, no collapse on MNLI or SNLI"
                         if not problems else f"{len(problems)} problem(s)"))
