@@ -80,9 +80,40 @@ def parameters(item: Any) -> str:
     return ", ".join(shown).replace("|", "\\|")
 
 
+def commands_markdown() -> str:
+    """The ``srnet`` commands, from the command registry and the parsers it builds: each verb's
+    words, its help and the Python function behind it."""
+    import argparse
+
+    from srnet.cli import build_parser
+    from srnet.cli.commands import COMMANDS
+
+    helps: dict[str, str] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                shown = {choice.dest: choice.help for choice in action._choices_actions}
+                for name, child in action.choices.items():
+                    words = f"{prefix} {name}".strip()
+                    helps[words] = shown.get(name) or ""
+                    walk(child, words)
+
+    walk(build_parser(), "")
+    rows = ["| command | what it does | Python |", "| --- | --- | --- |"]
+    for command in COMMANDS.values():
+        for words, target in command.api.items():
+            text = re.sub(r"\s+", " ", helps.get(words, "")).replace("%%", "%").replace("|", "/")
+            module, _, function = target.rpartition(":")
+            rows.append(f"| `srnet {words}` | {text} | `{module or 'srnet.api'}.{function}` |")
+    return (f"## Commands ({len(rows) - 2})\n\nRegistered in `srnet.cli.commands.COMMANDS` with the function "
+            "each calls (`api_function`); a plug-in adds one with `register_command`.\n\n"
+            + "\n".join(rows) + "\n")
+
+
 def plugins_markdown() -> str:
     """The whole page."""
-    parts = [INTRO]
+    parts = [INTRO, commands_markdown()]
     for registry, where in registries():
         plural = registry.kind + ("es" if registry.kind.endswith("s") else "s")
         parts.append(f"## {plural.capitalize()} ({len(registry)})\n\nNamed by {where}.\n")
