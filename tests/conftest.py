@@ -272,3 +272,14 @@ def write_run(root: Path, name: str, *, seed: int, dev: float, hans: dict | None
     (run / "config.yaml").write_text(yaml.safe_dump(recipe))
     (run / "metrics.json").write_text(json.dumps(metrics))
     return run
+
+
+def entry_point_site(root: Path, module: str) -> Path:
+    """A folder that installs ``tests/<module>.py`` as an ``srnet.plugins`` entry point when on the path."""
+    site = root / "site"
+    name = module.replace("_", "-")
+    info = site / f"srnet_{module}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: srnet-{name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[srnet.plugins]\n{module} = {module}\n")
+    return site

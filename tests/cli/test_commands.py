@@ -13,7 +13,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import REPO, srnet
+from conftest import REPO, entry_point_site, srnet
 from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.cli import build_parser
@@ -50,17 +50,8 @@ def test_an_unknown_command_or_a_second_registration_is_one_line():
         register_command("bench", api="bench")(lambda sub: None)
 
 
-def entry_point_site(root):
-    site = root / "site"
-    info = site / "srnet_toy_verb-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: srnet-toy-verb\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[srnet.plugins]\ntoy_verb = toy_verb\n")
-    return site
-
-
 def test_a_command_added_from_outside_is_in_the_help_the_api_and_a_sweep(tmp_path, tiny_model_dir):
-    path = [entry_point_site(tmp_path), REPO / "tests"]
+    path = [entry_point_site(tmp_path, "toy_verb"), REPO / "tests"]
     shown = srnet("--help", cwd=tmp_path, pythonpath=path)
     assert shown.returncode == 0 and "write a word to a file (a plug-in command)" in shown.stdout
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import srnet
+from conftest import entry_point_site, srnet
 from conftest import synthetic_split as synthetic
 from srnet.cli import main
 from srnet.config import load_recipe, recipe_from_dict
@@ -59,19 +59,9 @@ def test_a_recipe_plugin_module_reaches_spawned_sweep_workers(tmp_path, tiny_mod
     assert len(finished) == 2
 
 
-def entry_point_site(root: Path) -> Path:
-    """A folder that installs ``tests/toy_method.py`` as an ``srnet.plugins`` entry point when on the path."""
-    site = root / "site"
-    info = site / "srnet_toy-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: srnet-toy\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[srnet.plugins]\ntoy = toy_method\n")
-    return site
-
-
 def test_an_entry_point_plugin_needs_no_recipe_key(tmp_path, tiny_model_dir):
     """An installed package's ``srnet.plugins`` entry point (here a dist-info folder on the path)."""
-    site = entry_point_site(tmp_path)
+    site = entry_point_site(tmp_path, "toy_method")
     recipe = tmp_path / "toy.yaml"
     recipe.write_text(yaml.safe_dump({**toy_recipe(tiny_model_dir), "name": "toy",
                                       "output_dir": str(tmp_path / "runs")}))
@@ -126,7 +116,7 @@ def test_a_plugin_that_exits_is_one_line(capsys, tmp_path):
 
 def test_srnet_trainer_loads_entry_point_plugins(tmp_path, tiny_model_dir):
     """An installed entry point's pruning method is known to ``SrnetTrainer`` without a recipe."""
-    site = entry_point_site(tmp_path)
+    site = entry_point_site(tmp_path, "toy_method")
     script = ("import sys\n"
               "from transformers import AutoModelForSequenceClassification, TrainingArguments\n"
               "from srnet.integrations.transformers import SrnetTrainer\n"
