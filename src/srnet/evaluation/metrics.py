@@ -209,10 +209,27 @@ def id_collapse(block: dict[str, Any]) -> dict[str, Any]:
     from the confusion matrix), ``near_chance`` (accuracy below chance + :data:`NEAR_CHANCE_MARGIN`)
     and ``collapsed`` (one-class predictions, or near chance: a model lost by training, as an
     over-driven mask of docs/studies/winwin_calibration_cpu.md that scored its majority class's share)."""
-    confusion = np.asarray(block["confusion"])
-    chance = float(confusion.sum(1).max() / confusion.sum())
-    near = block["accuracy"] < chance + NEAR_CHANCE_MARGIN
-    return {"chance": chance, "near_chance": bool(near), "collapsed": bool(block.get("collapsed") or near)}
+    chance, near = near_chance(block["accuracy"], np.asarray(block["confusion"]).sum(1))
+    return {"chance": chance, "near_chance": near, "collapsed": bool(block.get("collapsed") or near)}
+
+
+def near_chance(accuracy: float, gold_counts: np.ndarray) -> tuple[float, bool]:
+    """The chance level of a split with these per-class gold counts (its majority class's share)
+    and whether ``accuracy`` is below it + :data:`NEAR_CHANCE_MARGIN`."""
+    chance = float(gold_counts.max() / gold_counts.sum())
+    return chance, bool(accuracy < chance + NEAR_CHANCE_MARGIN)
+
+
+def predictions_collapse(pred: np.ndarray, gold: np.ndarray, n_classes: int) -> dict[str, Any]:
+    """The collapse flags of one model's predicted class indices against the gold ones: accuracy,
+    chance, the majority class's share, and ``collapsed`` (one class, or near chance), the rules the
+    run records apply to its ID splits."""
+    predicted, counts = np.bincount(pred, minlength=n_classes), np.bincount(gold, minlength=n_classes)
+    one_class = collapse_from_counts(predicted, counts, [str(c) for c in range(n_classes)])
+    accuracy = float((pred == gold).mean())
+    chance, near = near_chance(accuracy, counts)
+    return {"accuracy": accuracy, "chance": chance, "majority": one_class["majority"]["fraction"],
+            "collapsed": one_class["collapsed"] or near}
 
 
 def _as_array(values: Any) -> np.ndarray:

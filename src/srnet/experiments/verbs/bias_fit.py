@@ -52,7 +52,7 @@ def write_training_difficulty(
     overwrite: bool = False,
 ) -> Path:
     """RMC difficulty of each training example from several models' training-split predictions; a
-    member run that collapsed on an ID split is refused unless ``allow_collapsed``; an existing
+    member whose training predictions collapsed is refused unless ``allow_collapsed``; an existing
     ``out`` is replaced only with ``overwrite`` (checked first)."""
     from srnet.io import check_new_file
 
@@ -60,25 +60,9 @@ def write_training_difficulty(
     train = load_training_examples(recipe, get_task(recipe.task))
     if train is None:
         raise SrnetError("srnet bias difficulty needs data.train in the recipe")
-    for source in predictions if not allow_collapsed else ():
-        refuse_collapsed_member(Path(source))
     files = [Path(p) / "predictions" / "train.jsonl" if Path(p).is_dir() else Path(p) for p in predictions]
     ids = [ex.id for ex in train]
-    difficulty = compute_difficulty(files, ids, [ex.label for ex in train], alpha)
+    difficulty = compute_difficulty(files, ids, [ex.label for ex in train], alpha,
+                                    allow_collapsed=allow_collapsed)
     return write_difficulty(out, ids, difficulty)
 
-
-def refuse_collapsed_member(run: Path) -> None:
-    """One line when a member run collapsed on an ID split (one class, or at chance): its losses
-    would dominate the variance, and the examples the good members fit best would look hardest."""
-    from srnet.rundir.record import read_metrics
-
-    if not (run / "metrics.json").is_file():
-        return  # a predictions file: its run is not known
-    for split, block in read_metrics(run).id.items():
-        if block.get("collapsed"):
-            majority = (block.get("majority") or {}).get("fraction")
-            share = f", {majority:.0%} of its predictions in one class" if majority is not None else ""
-            raise SrnetError(f"srnet bias difficulty: member {run} collapsed on {split} (accuracy "
-                             f"{block.get('accuracy', float('nan')):.4f}{share}); replace it with a working "
-                             "model of that sparsity or leave it out")

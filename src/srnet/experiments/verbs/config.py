@@ -29,8 +29,9 @@ class DifficultyConfig(VerbConfig):
     """``srnet bias difficulty``: RMC sample difficulty from several runs' training predictions."""
 
     alpha: float = Field(0.2, ge=0, le=1, description="lowest difficulty")
-    allow_collapsed: bool = Field(False, description="use a member run that collapsed on an ID split "
-                                  "(refused by default: its losses dominate the variance)")
+    allow_collapsed: bool = Field(False, description="use a member whose training predictions collapsed "
+                                  "(one class or near chance; refused by default: its losses dominate "
+                                  "the variance)")
 
     added_later: ClassVar[dict[str, Any]] = {"allow_collapsed": False}
 
