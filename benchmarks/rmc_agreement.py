@@ -89,7 +89,7 @@ def main() -> None:
             ids, gold, easy = dev
             runs = member_runs(record, records)
             members = [run / "predictions" / f"{args.dev_split}.jsonl" for run in runs]
-            variance = compute_difficulty(members, ids, gold, ALPHA, allow_collapsed=True)
+            variance = compute_difficulty(members, ids, gold, ALPHA)
             on_dev = proxy_agreement(variance, easy)
             line += f"; dev agreement {on_dev['agreement']:.3f} over {on_dev['n']} ({on_dev['n_easy']} easy)"
         print(line)

@@ -224,24 +224,6 @@ def test_difficulty_rejects_bad_requests(tmp_path):
         compute_difficulty([path, path], IDS, [0, 3, 0], alpha=0.5)
 
 
-def test_difficulty_refuses_a_collapsed_member_in_one_line(tmp_path):
-    """A member is judged on the file the variance reads, so a sweep's ``predict`` stage file is
-    checked as a run folder is (the RMC study's members are such files)."""
-    gold = [0, 2, 1]
-    fits = make_run(tmp_path, probs=np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1]]),
-                    name="fits") / "predictions" / "train.jsonl"
-    one_class = make_run(tmp_path, probs=np.tile([0.1, 0.8, 0.1], (3, 1)), name="one")
-    one_class = one_class / "predictions" / "train.jsonl"
-    spread = make_run(tmp_path, probs=np.array([[0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.8, 0.1, 0.1]]),
-                      name="spread") / "predictions" / "train.jsonl"  # 1 of 3 right: at chance, no majority
-    with pytest.raises(SrnetError, match=rf"^srnet bias difficulty: member {one_class} collapsed \(accuracy "
-                       r"0\.3333 against chance 0\.3333, 100% of its predictions in one class\)"):
-        compute_difficulty([fits, one_class], IDS, gold, alpha=0.5)
-    with pytest.raises(SrnetError, match=rf"member {spread} collapsed .* 33% of its predictions in one"):
-        compute_difficulty([fits, spread], IDS, gold, alpha=0.5)
-    assert compute_difficulty([fits, one_class], IDS, gold, alpha=0.5, allow_collapsed=True).shape == (3,)
-
-
 def test_difficulty_file_round_trip_and_errors(tmp_path):
     path = write_difficulty(tmp_path / "difficulty.jsonl", IDS, np.array([0.2, 1.0, 0.55]))
     assert json.loads(path.read_text().splitlines()[0]) == {"id": "a", "difficulty": 0.2}

@@ -118,6 +118,31 @@ def test_easy_hard_split_from_bias_dir(tmp_path, tiny_model_dir):
     assert block["easy_hard"]["gap"] == pytest.approx(correct[easy].mean() - correct[~easy].mean())
 
 
+def write_probs(path, ids, rows):
+    path.write_text("".join(json.dumps({"id": i, "probs": p}) + "\n" for i, p in zip(ids, rows, strict=True)))
+
+
+@pytest.mark.parametrize(("probs", "share"), [
+    ([[0.1, 0.8, 0.1]] * 3, "100%"),                                    # one class
+    ([[0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.8, 0.1, 0.1]], "33%"),      # 1 of 3 right: chance, spread
+])
+def test_a_collapsed_member_file_is_refused_in_one_line(tmp_path, probs, share):
+    """A member is judged on the predictions the variance reads, so a sweep's ``predict`` stage file
+    (the RMC study's members, with no metrics.json beside it) is checked as a run folder is."""
+    from srnet.experiments.verbs.bias_fit import refuse_collapsed_member
+
+    ids, gold = ["a", "b", "c"], np.array([0, 2, 1])
+    path = tmp_path / "pred85" / "k" / "train.jsonl"
+    path.parent.mkdir(parents=True)
+    write_probs(path, ids, probs)
+    with pytest.raises(SrnetError, match=rf"^srnet bias difficulty: member {path} collapsed \(accuracy "
+                       rf"0\.3333 against chance 0\.3333, {share} of its predictions in one class\)"):
+        refuse_collapsed_member(path, ids, gold)
+    fitted = [[0.8, 0.1, 0.1], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1]]
+    write_probs(path, ids, fitted)
+    refuse_collapsed_member(path, ids, gold)  # a working member passes
+
+
 def test_rmc_pipeline_difficulty_from_runs_at_two_sparsities(tmp_path, tiny_model_dir, capsys):
     from srnet.cli import main
 

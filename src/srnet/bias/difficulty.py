@@ -25,7 +25,6 @@ import numpy as np
 from srnet.bias.predictions import PROB_FLOOR
 from srnet.by_id import read_jsonl_rows, read_prediction_probs, require_ids, rows_by_id
 from srnet.errors import SrnetError
-from srnet.evaluation.metrics import predictions_collapse
 from srnet.io import atomic_write_jsonl
 
 
@@ -34,15 +33,10 @@ def compute_difficulty(
     example_ids: Sequence[str],
     labels: Sequence[int] | np.ndarray,
     alpha: float,
-    *,
-    allow_collapsed: bool = False,
 ) -> np.ndarray:
     """Difficulty [N] in ``[alpha, 1]`` from the prediction files of several models.
 
     ``labels`` are the gold class indices (into each file's ``probs``) aligned to ``example_ids``.
-    A member whose predictions collapsed (one class, or near chance: the rules of the run records'
-    ID flags) is refused in one line unless ``allow_collapsed``: its losses would dominate the
-    variance, and the examples the working members fit best would look hardest.
     """
     if len(paths) < 2:
         raise SrnetError(f"sample difficulty needs predictions of at least 2 models; got {len(paths)}")
@@ -51,7 +45,7 @@ def compute_difficulty(
     gold = np.asarray(labels, dtype=np.int64)
     if gold.shape != (len(example_ids),):
         raise SrnetError(f"{gold.shape[0]} gold labels for {len(example_ids)} example ids")
-    losses = np.stack([_gold_loss(Path(p), example_ids, gold, allow_collapsed) for p in paths])
+    losses = np.stack([_gold_loss(Path(p), example_ids, gold) for p in paths])
     return normalise(losses.var(axis=0), alpha)
 
 
@@ -65,21 +59,13 @@ def normalise(variance: np.ndarray, alpha: float) -> np.ndarray:
     return alpha + (1 - alpha) * (variance - low) / (high - low)
 
 
-def _gold_loss(path: Path, example_ids: Sequence[str], gold: np.ndarray, allow_collapsed: bool) -> np.ndarray:
+def _gold_loss(path: Path, example_ids: Sequence[str], gold: np.ndarray) -> np.ndarray:
     probs = read_prediction_probs(path, example_ids)
     bad = np.flatnonzero((gold < 0) | (gold >= probs.shape[1]))
     if bad.size:
         n = int(bad[0])
         raise SrnetError(
             f"{path}: gold label {gold[n]} of id '{example_ids[n]}' is outside its {probs.shape[1]} classes"
-        )
-    flags = predictions_collapse(probs.argmax(axis=1), gold, probs.shape[1])
-    if flags["collapsed"] and not allow_collapsed:
-        raise SrnetError(
-            f"srnet bias difficulty: member {path} collapsed (accuracy {flags['accuracy']:.4f} against "
-            f"chance {flags['chance']:.4f}, {flags['majority']:.0%} of its predictions in one class); "
-            "replace it with a working model of that sparsity or leave it out (--allow-collapsed uses it "
-            "anyway)"
         )
     return -np.log(np.maximum(probs[np.arange(len(gold)), gold].astype(np.float64), PROB_FLOOR))
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from srnet.bias import compute_difficulty, write_difficulty
+from srnet.by_id import read_prediction_probs
 from srnet.config import Recipe
 from srnet.errors import SrnetError
-from srnet.evaluation.metrics import evaluate_split
+from srnet.evaluation.metrics import evaluate_split, predictions_collapse
 from srnet.experiments.run.data import load_run_data, load_training_examples
 from srnet.io import atomic_write_json
 from srnet.tasks import get_task, split_name
@@ -62,7 +65,25 @@ def write_training_difficulty(
         raise SrnetError("srnet bias difficulty needs data.train in the recipe")
     files = [Path(p) / "predictions" / "train.jsonl" if Path(p).is_dir() else Path(p) for p in predictions]
     ids = [ex.id for ex in train]
-    difficulty = compute_difficulty(files, ids, [ex.label for ex in train], alpha,
-                                    allow_collapsed=allow_collapsed)
+    gold = np.array([ex.label for ex in train])
+    difficulty = compute_difficulty(files, ids, gold, alpha)
+    for member in files if not allow_collapsed else ():
+        refuse_collapsed_member(member, ids, gold)
     return write_difficulty(out, ids, difficulty)
+
+
+def refuse_collapsed_member(path: Path, ids: list[str], gold: np.ndarray) -> None:
+    """One line when a member's training predictions (what the variance reads, from a run folder or
+    a sweep's ``predict`` file alike) collapsed: one class, or near chance (the rules of the run
+    records' ID flags). Its losses would dominate the variance, and the examples the working
+    members fit best would look hardest."""
+    probs = read_prediction_probs(path, ids)
+    flags = predictions_collapse(probs.argmax(axis=1), gold, probs.shape[1])
+    if flags["collapsed"]:
+        raise SrnetError(
+            f"srnet bias difficulty: member {path} collapsed (accuracy {flags['accuracy']:.4f} against "
+            f"chance {flags['chance']:.4f}, {flags['majority']:.0%} of its predictions in one class); "
+            "replace it with a working model of that sparsity or leave it out (--allow-collapsed uses it "
+            "anyway)"
+        )
 
