@@ -133,6 +133,16 @@ def test_a_run_that_barely_moves_warns(tmp_path, tiny_model_dir, caplog):
     assert "the mask will barely leave its OMP start" in caplog.text  # said before any step
 
 
+def test_a_pinned_lr_at_the_cap_does_not_warn_on_a_short_schedule(tmp_path, tiny_model_dir, caplog):
+    """On 6 steps the cap binds: the demo's way (an lr pinned at the cap's 0.01 / 33) is as far as
+    any safe lr reaches there, so it is not told that its mask will barely move."""
+    at_cap = recipe(tmp_path, tiny_model_dir, "at_cap", pruning=mask_train(mask_lr=3e-4))
+    with caplog.at_level(logging.WARNING, logger="srnet"):
+        metrics = api.run(at_cap).metrics
+    assert metrics.as_json()["mask_budget"]["steps_per_threshold"] == pytest.approx(0.01 / 3e-4, rel=1e-3)
+    assert "barely leave" not in caplog.text and "scramble" not in caplog.text
+
+
 def test_id_collapse_unit():
     at_chance = {"accuracy": 0.354, "collapsed": False,
                  "confusion": [[354, 0, 0], [330, 0, 0], [316, 0, 0]]}

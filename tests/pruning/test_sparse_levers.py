@@ -68,9 +68,10 @@ def test_distillation_during_the_search_changes_the_mask(tmp_path, tiny_model_di
 def test_gradual_target_ends_at_the_target_and_a_longer_search_keeps_the_reach(tmp_path, tiny_model_dir,
                                                                                 dense):
     gradual = {**MASK, "sparsity": 0.7, "schedule": {"kind": "cubic", "initial": 0.5, "end": 0.7}}
-    short = api.run(poe_search(tmp_path, tiny_model_dir, dense, "short", gradual))
+    short = api.run(poe_search(tmp_path, tiny_model_dir, dense, "short", gradual,
+                               training={"max_steps": 16}))
     long = api.run(poe_search(tmp_path, tiny_model_dir, dense, "long", gradual,
-                              training={"max_steps": 48}))
+                              training={"max_steps": 64}))
     for result in (short, long):
         report = json.loads((result.run_dir / "metrics.json").read_text())["sparsity"]
         assert report["target"] == pytest.approx(0.7)
@@ -79,13 +80,13 @@ def test_gradual_target_ends_at_the_target_and_a_longer_search_keeps_the_reach(t
     assert budgets[1]["steps"] == 4 * budgets[0]["steps"]
     for b in budgets:
         assert b["mask_lr"] == pytest.approx(auto_mask_lr(0.16, b["score_scale"], b["steps"]), rel=1e-6)
-    # 12 steps: the square-root rule would cross a threshold in 15 steps, so the cap sets the lr;
-    # 48 steps: the rule does, and keeps the reach
+    # 16 steps: the square-root rule would cross a threshold in 18 steps, so the cap (33) sets the
+    # lr; 64 steps: the rule does (36 steps per threshold), and keeps the reach
     short_budget, long_budget = budgets
     assert short_budget["capped"]
     assert short_budget["steps_per_threshold"] == pytest.approx(MIN_STEPS_PER_THRESHOLD)
     assert not long_budget["capped"]
-    assert implied_reach(long_budget["mask_lr"], long_budget["score_scale"], 48) == pytest.approx(0.16)
+    assert implied_reach(long_budget["mask_lr"], long_budget["score_scale"], 64) == pytest.approx(0.16)
 
 
 def test_gradual_target_below_its_start_is_one_line(tmp_path, tiny_model_dir, dense):
