@@ -308,10 +308,26 @@ def test_resume_may_add_stages_and_grid_values_but_not_change_or_drop_a_stage(
     changed = {**grown, "stages": {**grown["stages"], "ft": {"kind": "train", "set": {"training.lr": 0.5}}}}
     path.write_text(yaml.safe_dump(changed))
     assert main(["sweep", str(path), "--resume"]) == 2
-    assert "'stages.ft.set' differs" in capsys.readouterr().err
+    assert "'stages.ft.set.training.lr' differs" in capsys.readouterr().err
     path.write_text(yaml.safe_dump({**grown, "stages": {"ft": {"kind": "train"}}}))
     assert main(["sweep", str(path), "--resume"]) == 2
     assert "'stages.again' differs" in capsys.readouterr().err
+
+
+def test_resume_may_change_how_often_runs_log_and_checkpoint(capsys, tmp_path, tiny_model_dir):
+    """A denser checkpoint_every before a session ends (so an unfinished stage loses fewer steps)
+    is no changed sweep; the stage keys and the finished stages stay as they are."""
+    path = sweep_file(tmp_path, tiny_model_dir, {"ft": {"kind": "train"}}, {"seed": [1]})
+    assert main(["sweep", str(path)]) == 0
+    capsys.readouterr()
+    denser = yaml.safe_load(path.read_text())
+    denser["stages"]["ft"]["set"] = {"training.checkpoint_every": 3}
+    path.write_text(yaml.safe_dump(denser))
+    assert main(["sweep", str(path), "--resume", "--set", "base.training.checkpoint_every=2",
+                 "--set", "base.training.log_every=1", "--dry-run"]) == 0
+    assert "[1/1] done   ft seed=1" in capsys.readouterr().out
+    assert main(["sweep", str(path), "--resume", "--set", "base.training.lr=0.5"]) == 2
+    assert "'base.training.lr' differs" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -343,16 +343,45 @@ def _apply(data: dict[str, Any], values: dict[str, Any], where: str) -> None:
         set_dotted(data, key, copy.deepcopy(value), where)
 
 
+RESUMABLE_KEYS = ("training.log_every", "training.tensorboard", "training.eval_batch_size",
+                  "training.checkpoint_every")
+"""Recipe keys a resume may change in the base or a stage's ``set``: how a run logs and how often it
+saves a checkpoint, never what it computes or how its runs are labelled (e.g. a denser
+``checkpoint_every`` before a session ends, so an unfinished stage loses fewer steps)."""
+
+
 def first_conflict(old: dict[str, Any], new: dict[str, Any]) -> str | None:
-    """The first change a resume may not make: anything but new stages and other grid values (stage
-    folders are keyed by their content, so neither alters a finished stage)."""
+    """The first change a resume may not make: anything but new stages, other grid values and the
+    :data:`RESUMABLE_KEYS` (stage folders are keyed by their content, so none alters a finished
+    stage)."""
     recorded = old.get("stages") or {}
 
     def kept(data: dict[str, Any]) -> dict[str, Any]:
-        stages = {k: v for k, v in (data.get("stages") or {}).items() if k in recorded}
-        return {**{k: v for k, v in data.items() if k != "grid"}, "stages": stages}
+        stages = {k: {**v, "set": _without_resumable(v.get("set"))} if isinstance(v, dict) else v
+                  for k, v in (data.get("stages") or {}).items() if k in recorded}
+        rest = {k: v for k, v in data.items() if k not in ("grid", "base")}
+        return {**rest, "base": _without_resumable(data.get("base")), "stages": stages}
 
     return first_change(kept(old), kept(new))
+
+
+def _without_resumable(recipe: Any) -> Any:
+    """A recipe dict (nested sections or dotted keys) as flat dotted keys, without :data:`RESUMABLE_KEYS`."""
+    if recipe is None:
+        return {}  # no ``set`` is an empty one
+    if not isinstance(recipe, dict):
+        return recipe
+    flat: dict[str, Any] = {}
+
+    def walk(data: dict[str, Any], prefix: str) -> None:
+        for key, value in data.items():
+            if isinstance(value, dict) and value:
+                walk(value, f"{prefix}{key}.")
+            else:
+                flat[f"{prefix}{key}"] = value
+
+    walk(recipe, "")
+    return {k: v for k, v in flat.items() if k not in RESUMABLE_KEYS}
 
 
 def record_sweep(data: dict[str, Any], output_dir: Path, *, resume: bool) -> None:
