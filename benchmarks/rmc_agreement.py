@@ -27,6 +27,7 @@ import numpy as np
 
 from srnet.bias import compute_difficulty, load_bias_log_probs
 from srnet.bias.difficulty import load_difficulty, proxy_agreement
+from srnet.rundir.layout import COMPLETE
 from srnet.tasks import get_task, load_examples
 from srnet.tasks.spec import DataSpec
 
@@ -49,8 +50,8 @@ def gold_and_bias_easy(data: Path, bias_file: Path, name: str | None = None
 def stage_records(sweep: Path) -> dict[str, tuple[Path, dict]]:
     """Every finished stage folder of the sweep by its key, with its ``stage.json``."""
     return {record["key"]: (folder, record) for folder in sweep.glob("*/*/")
-            if (folder / "stage.json").is_file()
-            for record in [json.loads((folder / "stage.json").read_text())]}
+            if (folder / COMPLETE).is_file()
+            for record in [json.loads((folder / COMPLETE).read_text())]}
 
 
 def member_runs(record: dict, records: dict[str, tuple[Path, dict]]) -> list[Path]:

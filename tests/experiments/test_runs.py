@@ -129,6 +129,7 @@ def write_probs(path, ids, rows):
 def test_a_collapsed_member_file_is_refused_in_one_line(tmp_path, probs, share):
     """A member is judged on the predictions the variance reads, so a sweep's ``predict`` stage file
     (the RMC study's members, with no metrics.json beside it) is checked as a run folder is."""
+    from srnet.by_id import read_prediction_probs
     from srnet.experiments.verbs.bias_fit import refuse_collapsed_member
 
     ids, gold = ["a", "b", "c"], np.array([0, 2, 1])
@@ -137,10 +138,10 @@ def test_a_collapsed_member_file_is_refused_in_one_line(tmp_path, probs, share):
     write_probs(path, ids, probs)
     with pytest.raises(SrnetError, match=rf"^srnet bias difficulty: member {path} collapsed \(accuracy "
                        rf"0\.3333 against chance 0\.3333, {share} of its predictions in one class\)"):
-        refuse_collapsed_member(path, ids, gold)
+        refuse_collapsed_member(path, read_prediction_probs(path, ids), gold)
     fitted = [[0.8, 0.1, 0.1], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1]]
     write_probs(path, ids, fitted)
-    refuse_collapsed_member(path, ids, gold)  # a working member passes
+    refuse_collapsed_member(path, read_prediction_probs(path, ids), gold)  # a working member passes
 
 
 def test_rmc_pipeline_difficulty_from_runs_at_two_sparsities(tmp_path, tiny_model_dir, capsys):

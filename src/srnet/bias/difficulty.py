@@ -17,7 +17,7 @@ File format (JSON Lines, written atomically): one ``{"id": str, "difficulty": fl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,10 +33,12 @@ def compute_difficulty(
     example_ids: Sequence[str],
     labels: Sequence[int] | np.ndarray,
     alpha: float,
+    check: Callable[[Path, np.ndarray], None] | None = None,
 ) -> np.ndarray:
     """Difficulty [N] in ``[alpha, 1]`` from the prediction files of several models.
 
-    ``labels`` are the gold class indices (into each file's ``probs``) aligned to ``example_ids``.
+    ``labels`` are the gold class indices (into each file's ``probs``) aligned to ``example_ids``;
+    ``check`` sees each member's probabilities as read (e.g. to refuse a collapsed member).
     """
     if len(paths) < 2:
         raise SrnetError(f"sample difficulty needs predictions of at least 2 models; got {len(paths)}")
@@ -45,7 +47,7 @@ def compute_difficulty(
     gold = np.asarray(labels, dtype=np.int64)
     if gold.shape != (len(example_ids),):
         raise SrnetError(f"{gold.shape[0]} gold labels for {len(example_ids)} example ids")
-    losses = np.stack([_gold_loss(Path(p), example_ids, gold) for p in paths])
+    losses = np.stack([_gold_loss(Path(p), example_ids, gold, check) for p in paths])
     return normalise(losses.var(axis=0), alpha)
 
 
@@ -59,7 +61,8 @@ def normalise(variance: np.ndarray, alpha: float) -> np.ndarray:
     return alpha + (1 - alpha) * (variance - low) / (high - low)
 
 
-def _gold_loss(path: Path, example_ids: Sequence[str], gold: np.ndarray) -> np.ndarray:
+def _gold_loss(path: Path, example_ids: Sequence[str], gold: np.ndarray,
+               check: Callable[[Path, np.ndarray], None] | None) -> np.ndarray:
     probs = read_prediction_probs(path, example_ids)
     bad = np.flatnonzero((gold < 0) | (gold >= probs.shape[1]))
     if bad.size:
@@ -67,6 +70,8 @@ def _gold_loss(path: Path, example_ids: Sequence[str], gold: np.ndarray) -> np.n
         raise SrnetError(
             f"{path}: gold label {gold[n]} of id '{example_ids[n]}' is outside its {probs.shape[1]} classes"
         )
+    if check is not None:
+        check(path, probs)
     return -np.log(np.maximum(probs[np.arange(len(gold)), gold].astype(np.float64), PROB_FLOOR))
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from srnet.bias import compute_difficulty, write_difficulty
-from srnet.by_id import read_prediction_probs
 from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.metrics import evaluate_split, predictions_collapse
@@ -66,18 +66,15 @@ def write_training_difficulty(
     files = [Path(p) / "predictions" / "train.jsonl" if Path(p).is_dir() else Path(p) for p in predictions]
     ids = [ex.id for ex in train]
     gold = np.array([ex.label for ex in train])
-    difficulty = compute_difficulty(files, ids, gold, alpha)
-    for member in files if not allow_collapsed else ():
-        refuse_collapsed_member(member, ids, gold)
-    return write_difficulty(out, ids, difficulty)
+    check = None if allow_collapsed else partial(refuse_collapsed_member, gold=gold)
+    return write_difficulty(out, ids, compute_difficulty(files, ids, gold, alpha, check))
 
 
-def refuse_collapsed_member(path: Path, ids: list[str], gold: np.ndarray) -> None:
-    """One line when a member's training predictions (what the variance reads, from a run folder or
-    a sweep's ``predict`` file alike) collapsed: one class, or near chance (the rules of the run
-    records' ID flags). Its losses would dominate the variance, and the examples the working
+def refuse_collapsed_member(path: Path, probs: np.ndarray, gold: np.ndarray) -> None:
+    """One line when a member's training predictions (``probs``: what the variance reads, from a run
+    folder or a sweep's ``predict`` file alike) collapsed: one class, or near chance (the rules of
+    the run records' ID flags). Its losses would dominate the variance, and the examples the working
     members fit best would look hardest."""
-    probs = read_prediction_probs(path, ids)
     flags = predictions_collapse(probs.argmax(axis=1), gold, probs.shape[1])
     if flags["collapsed"]:
         raise SrnetError(
