@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from srnet.console import quiet_libraries
-from srnet.experiments.verbs.attack import attack_run
-from srnet.experiments.verbs.config import AttackConfig
+from srnet.experiments.verbs.attack import AttackConfig
+from srnet.experiments.verbs.attack_run import attack_run
 
 
 def main() -> None:

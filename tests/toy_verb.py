@@ -1,6 +1,6 @@
 """A toy command from outside the package: all that adding a verb takes is a module like this one
-(its function, its parser registered with ``register_command``, and, for sweeps, its stage) plus,
-inside srnet, the function's line in ``srnet.api``. tests/cli/test_commands.py installs it as an
+(its function, its :class:`~srnet.experiments.verbs.base.Verb` declaration and, for sweeps, its
+stage) plus, inside srnet, the function's line in ``srnet.api``. tests/cli/test_commands.py installs it as an
 ``srnet.plugins`` entry point and finds it in ``srnet --help``, the API and a sweep."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from srnet.cli.commands import register_command
 from srnet.experiments.sweep.stages import NoParams, Stage, register_stage
+from srnet.experiments.verbs.base import Verb, register_verb
 
 
 def toy(out: str | Path, word: str = "toy") -> Path:
@@ -20,12 +20,14 @@ def toy(out: str | Path, word: str = "toy") -> Path:
     return path
 
 
-@register_command("toy", api="toy_verb:toy")
-def add_toy(sub) -> None:
-    p = sub.add_parser("toy", help="write a word to a file (a plug-in command)")
+def toy_arguments(p) -> None:
     p.add_argument("--out", required=True, help="file to write")
     p.add_argument("--word", default="toy")
-    p.set_defaults(func=lambda args: print(f"wrote {toy(args.out, args.word)}") or 0)
+
+
+register_verb(Verb("toy", help="write a word to a file (a plug-in command)", api="toy_verb:toy",
+                   arguments=toy_arguments, call=lambda args, toy: print(f"wrote {toy(args.out, args.word)}"),
+                   stage="toy"))
 
 
 class ToyParams(NoParams):

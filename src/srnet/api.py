@@ -1,5 +1,6 @@
-"""The Python API: every CLI command is one of these calls (``tests/cli/test_cli.py`` checks that each
-handler imports from here only, besides table formatting).
+"""The Python API: every CLI command is one of these calls, one function per registered verb
+(:data:`srnet.experiments.verbs.base.VERBS`; ``tests/cli/test_commands.py`` checks the two against
+each other). ``with_flags`` builds a recipe from the CLI's data flags.
 
 >>> from srnet import api
 >>> result = api.run("recipes/mnli/finetune.yaml", overrides=["training.epochs=1"])
@@ -23,16 +24,15 @@ from srnet.errors import SrnetError
 from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
 from srnet.experiments.sweep.execute import SweepResult
-from srnet.experiments.verbs import compress as compress_verb  # also registers the compress stage kind
+from srnet.experiments.verbs import compress_pipeline  # also registers the compress stage kind
+from srnet.experiments.verbs.attack import AttackConfig
+from srnet.experiments.verbs.bench import BenchConfig
+from srnet.experiments.verbs.bias import DifficultyConfig
+from srnet.experiments.verbs.common import with_flags as with_flags  # re-exported: the CLI's data flags
 from srnet.experiments.verbs.compress_config import CompressConfig, CompressResult
-from srnet.experiments.verbs.config import (
-    AttackConfig,
-    BenchConfig,
-    DifficultyConfig,
-    PredictConfig,
-    ReportConfig,
-    TransferConfig,
-)
+from srnet.experiments.verbs.predict import PredictConfig
+from srnet.experiments.verbs.report import ReportConfig
+from srnet.experiments.verbs.transfer import TransferConfig
 from srnet.export.config import ExportConfig
 from srnet.plugins import load_plugins
 from srnet.rundir.layout import RunDir
@@ -137,42 +137,6 @@ def _fraction(name: str, value: object) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < 1:
         raise SrnetError(f"{name}: expected a number in [0, 1), got {value!r}")
     return float(value)
-
-
-def with_flags(
-    base: dict[str, Any],
-    *,
-    task: str | None = None,
-    model: str | None = None,
-    train: str | None = None,
-    dev: str | None = None,
-    challenge: list[str] | None = None,
-    name: str | None = None,
-    output_dir: str | None = None,
-) -> dict[str, Any]:
-    """``base`` (a recipe dict) with the common command-line flags applied.
-
-    A data flag replaces that split's whole spec (a file path in the task's default format);
-    ``challenge`` files use the task's first challenge label space.
-    """
-    from srnet.tasks import get_task
-
-    out = {**base}
-    for key, value in (("task", task), ("name", name), ("output_dir", output_dir)):
-        if value:
-            out[key] = value
-    if model:
-        out["model"] = {**out.get("model", {}), "name": model, "init_from": None}
-    data = dict(out.get("data") or {})
-    if train:
-        data["train"] = {"path": train}
-    if dev:
-        data["dev"] = {"path": dev}
-    if challenge:
-        default = next(iter(get_task(out.get("task", "nli")).challenge_sets), None)
-        data["challenge"] = [{"path": p, "challenge": default} for p in challenge]
-    out["data"] = data
-    return out
 
 
 def evaluate(
@@ -328,7 +292,7 @@ def transfer(
 ):
     """Fine-tune one mask (file or run directory) on each task recipe with the mask fixed; write
     ``out_dir/transfer.json`` (each task's scores beside the mask's pre-training dev losses)."""
-    from srnet.experiments.verbs.transfer import transfer as run_transfer
+    from srnet.experiments.verbs.transfer_run import transfer as run_transfer
 
     out_dir = TransferConfig.resolve(config, settings).out_dir
     mask = _path("mask", mask)
@@ -356,9 +320,9 @@ def attack(
     with ``overwrite``.  ``recipe`` defaults to the run's ``config.yaml``; ``plugins`` are imported
     first, as for :func:`predict`.
 
-    Returns an :class:`srnet.experiments.verbs.attack.AttackReport`; see that module for the files.
+    Returns an :class:`srnet.experiments.verbs.attack_run.AttackReport`; see that module for the files.
     """
-    from srnet.experiments.verbs.attack import attack_run
+    from srnet.experiments.verbs.attack_run import attack_run
 
     resolved_config = AttackConfig.resolve(config, settings)
     if out is not None and not isinstance(out, str | os.PathLike):  # '' is refused with the --out checks
@@ -441,9 +405,9 @@ def export(
 def bench(models: Iterable[str], config: BenchConfig | None = None, *, out: str | Path | None = None,
           overwrite: bool = False, **settings: Any) -> dict[str, Any]:
     """Latency of ``models`` side by side in one process, speedups relative to the first (the
-    ``srnet bench`` verb, :func:`srnet.experiments.verbs.bench.bench`), with the timing settings of
+    ``srnet bench`` verb, :func:`srnet.experiments.verbs.bench_timing.bench`), with the timing settings of
     a :class:`BenchConfig` (or its fields as keywords); ``out``: also write the result there."""
-    from srnet.experiments.verbs.bench import bench as run
+    from srnet.experiments.verbs.bench_timing import bench as run
 
     return run(list(models), BenchConfig.resolve(config, settings), out=out, overwrite=overwrite)
 
@@ -462,7 +426,7 @@ def compress(
     written); ``dry_run`` prints the plan and the estimate and trains nothing."""
     resolved = CompressConfig.resolve(config, settings)
     model, out = str(_path("model", model)), _path("out", out)
-    return compress_verb.compress(model, resolved, recipe=recipe, overrides=overrides, out=out,
+    return compress_pipeline.compress(model, resolved, recipe=recipe, overrides=overrides, out=out,
                                   resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
 
 

@@ -29,7 +29,7 @@ def registries() -> list[tuple[Registry[Any], str]]:
     import srnet.evaluation.attacks  # registers the attacks
     import srnet.experiments.run.tamt  # registers the run kinds (with .task)
     import srnet.experiments.run.task
-    import srnet.experiments.verbs.compress  # registers the compress stage kind
+    import srnet.experiments.verbs.compress_pipeline  # registers the compress stage kind
     import srnet.reporting.study  # noqa: F401  (registers the report sections)
     from srnet.bias.features import FEATURES
     from srnet.evaluation.attacks.base import ATTACKS
@@ -86,7 +86,7 @@ def commands_markdown() -> str:
     import argparse
 
     from srnet.cli import build_parser
-    from srnet.cli.commands import COMMANDS
+    from srnet.experiments.verbs.base import VERBS
 
     helps: dict[str, str] = {}
 
@@ -101,13 +101,13 @@ def commands_markdown() -> str:
 
     walk(build_parser(), "")
     rows = ["| command | what it does | Python |", "| --- | --- | --- |"]
-    for command in COMMANDS.values():
-        for words, target in command.api.items():
-            text = re.sub(r"\s+", " ", helps.get(words, "")).replace("%%", "%").replace("|", "/")
-            module, _, function = target.rpartition(":")
-            rows.append(f"| `srnet {words}` | {text} | `{module or 'srnet.api'}.{function}` |")
-    return (f"## Commands ({len(rows) - 2})\n\nRegistered in `srnet.cli.commands.COMMANDS` with the function "
-            "each calls (`api_function`); a plug-in adds one with `register_command`.\n\n"
+    for words, verb in VERBS.items():
+        text = re.sub(r"\s+", " ", helps.get(words, "")).replace("%%", "%").replace("|", "/")
+        module, _, function = verb.api.rpartition(":")
+        rows.append(f"| `srnet {words}` | {text} | `{module or 'srnet.api'}.{function}` |")
+    return (f"## Commands ({len(rows) - 2})\n\nEach declared by its module in `srnet.experiments.verbs` and "
+            "registered in `srnet.experiments.verbs.base.VERBS` with the function it calls (`srnet.cli."
+            "api_function`); a plug-in adds one with `register_verb`.\n\n"
             + "\n".join(rows) + "\n")
 
 

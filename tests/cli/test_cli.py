@@ -230,52 +230,6 @@ def test_help_lists_the_registries_without_importing_them_to_build_the_parser(ca
         assert ", ".join(names) in listed, argv
 
 
-def _leaf_parsers(parser):
-    """Every sub-command parser below ``parser`` that runs a handler (``srnet masks show``, ...)."""
-    import argparse
-
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in dict.fromkeys(action.choices.values()):
-                yield from _leaf_parsers(child) if child.get_default("func") is None else [child]
-
-
-def test_every_command_handler_calls_the_python_api():
-    """The CLI only parses and prints: each ``cmd_*`` handler imports srnet only from ``srnet.api``
-    (and ``srnet.reporting.render``'s table formatting), so every command is an ``api`` call; each
-    handler is reached by exactly one parser, built beside it in the same module."""
-    import ast
-    import importlib
-    import pkgutil
-    from pathlib import Path
-
-    import srnet.cli
-    from srnet.cli import build_parser
-
-    handlers = {}
-    for info in pkgutil.iter_modules(srnet.cli.__path__):
-        if info.name == "__main__":  # runs the command when imported
-            continue
-        module = importlib.import_module(f"srnet.cli.{info.name}")
-        tree = ast.parse(Path(module.__file__).read_text())
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("cmd_"):
-                handlers[getattr(module, node.name)] = node
-    assert len(handlers) >= 18
-    for handler in handlers.values():
-        modules = {node.module for node in ast.walk(handler) if isinstance(node, ast.ImportFrom)}
-        allowed = {"srnet", "srnet.api", "srnet.reporting.render"}
-        reached = {m for m in modules if m and m.startswith("srnet")} - allowed
-        assert not reached, f"{handler.name} reaches past srnet.api: {sorted(reached)}"
-    funcs = [leaf.get_default("func") for leaf in _leaf_parsers(build_parser())]
-    assert sorted(f.__qualname__ for f in funcs) == sorted(f.__qualname__ for f in handlers)
-    for leaf in _leaf_parsers(build_parser()):
-        handler = leaf.get_default("func")
-        adders = [name for name, value in vars(importlib.import_module(handler.__module__)).items()
-                  if name.startswith("add_") and callable(value)]
-        assert adders, f"{handler.__name__}: no parser beside it in {handler.__module__}"
-
-
 def test_predict_output_never_replaces_a_file_it_did_not_create(capsys, tmp_path, tiny_model_dir):
     from conftest import tiny_recipe
     from srnet import api

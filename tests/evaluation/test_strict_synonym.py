@@ -398,7 +398,7 @@ def test_bad_judge_or_lexicon_fails_before_the_victim_loads(capsys, tmp_path, mo
     def no_victim(*args, **kwargs):
         raise AssertionError("the victim loaded")
 
-    monkeypatch.setattr("srnet.experiments.verbs.attack.load_classifier", no_victim)
+    monkeypatch.setattr("srnet.experiments.verbs.attack_run.load_classifier", no_victim)
     base = [
         "attack",
         str(model),

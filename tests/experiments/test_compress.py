@@ -127,7 +127,7 @@ def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path):
 
 
 def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
-    from srnet.experiments.verbs.compress import resolve_source, size_to_machine
+    from srnet.experiments.verbs.compress_pipeline import resolve_source, size_to_machine
 
     config = CompressConfig(speedup=1.01, levels=[0.25, 0.5, 0.75], rounds=3, batch=4, length=32, margin=0.0)
     sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)

@@ -9,31 +9,18 @@ import inspect
 import pytest
 
 from srnet import api
-from srnet.cli import build_parser
+from srnet.cli import api_function, build_parser
 from srnet.errors import SrnetError
 from srnet.experiments.sweep.plan import key_params
 from srnet.experiments.sweep.stages import get_stage
-from srnet.experiments.verbs.config import (
-    AttackConfig,
-    AttackSettings,
-    BenchConfig,
-    DifficultyConfig,
-    PredictConfig,
-    ReportConfig,
-    TransferConfig,
-)
-from srnet.export.config import ExportConfig
+from srnet.experiments.verbs.attack import AttackConfig, AttackSettings
+from srnet.experiments.verbs.base import VERBS
+from srnet.experiments.verbs.bench import BenchConfig
 from srnet.settings import flag_name
 
-VERB_CONFIGS = {"attack": AttackConfig, "bench": BenchConfig, "export": ExportConfig,
-                "predict": PredictConfig, "transfer": TransferConfig, "report": ReportConfig,
-                "bias difficulty": DifficultyConfig}
-"""Each command -> its settings (``srnet bias fit`` has none: a recipe and a folder)."""
-
-API = {"attack": api.attack, "bench": api.bench, "export": api.export_masked, "predict": api.predict,
-       "transfer": api.transfer, "report": api.report, "bias difficulty": api.difficulty}
-STAGES = {"attack": "attack", "bench": "bench", "export": "export", "predict": "predict",
-          "bias difficulty": "difficulty"}
+VERB_CONFIGS = {words: verb.config for words, verb in VERBS.items() if verb.config is not None}
+"""Each command with settings -> its config model, as its declaration registers them."""
+STAGES = {words: verb.stage for words, verb in VERBS.items() if verb.config is not None and verb.stage}
 SHARED = {"attack": AttackSettings}
 """A stage that runs its verb for several inputs shares only these settings (``attack``: one
 stage attacks every run with every attack, each with its own ``params``)."""
@@ -55,7 +42,7 @@ def _default(field):
 def test_a_verbs_flags_api_keywords_and_stage_fields_agree(command):
     config = VERB_CONFIGS[command]
     flags = {a.dest: a for a in _leaf(command)._actions}
-    keywords = inspect.signature(API[command]).parameters
+    keywords = inspect.signature(api_function(command)).parameters
     assert keywords["config"].annotation in (f"{config.__name__} | None", config | None)
     for name, field in config.model_fields.items():
         flag = flags[name]
@@ -83,7 +70,7 @@ def test_no_flag_of_a_config_is_also_written_by_hand():
 
 
 def test_the_config_and_keywords_give_the_same_call(monkeypatch):
-    from srnet.experiments.verbs import bench
+    from srnet.experiments.verbs import bench_timing as bench
 
     given = []
     monkeypatch.setattr(bench, "bench", lambda models, config, **io: given.append((config, io)))

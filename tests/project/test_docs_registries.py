@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import srnet.evaluation.attacks  # registers the attacks
-import srnet.experiments.verbs.compress  # noqa: F401  (registers the compress stage kind)
+import srnet.experiments.verbs.compress_pipeline  # noqa: F401  (registers the compress stage kind)
 from srnet.evaluation.attacks.base import ATTACKS
 from srnet.experiments.sweep.stages import STAGES
 from srnet.loss_inputs import LOSS_INPUTS

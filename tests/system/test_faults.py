@@ -181,14 +181,14 @@ def test_model_loading_is_quiet_and_says_new_head_in_one_line(tiny_model_dir, ca
 
 
 def test_ctrl_c_message_on_its_own_line(capsys, monkeypatch):
-    def interrupted(args):
+    def interrupted():
         from tqdm import tqdm
 
         bar = tqdm(total=10, desc="train")
         bar.update(3)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("srnet.cli.runs.cmd_info", interrupted)
+    monkeypatch.setattr("srnet.api.info", interrupted)
     code, _, err = run_cli(capsys, "info")
     assert code == 130 and err.splitlines()[-1].startswith("interrupted:")
 
@@ -356,7 +356,7 @@ def test_bench_out_is_checked_before_the_bench_and_never_replaced_silently(capsy
                                                                           monkeypatch):
     """Issue 40: `srnet bench --out F` replaced F; `--out DIR` failed after the whole bench, naming a
     temporary file."""
-    import srnet.experiments.verbs.bench as bench_verb
+    import srnet.experiments.verbs.bench_timing as bench_verb
 
     argv = ["bench", str(tiny_model_dir), "--batch-sizes", "1", "--lengths", "8", "--rounds", "1",
             "--warmup", "0"]

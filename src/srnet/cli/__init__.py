@@ -1,27 +1,21 @@
-"""The ``srnet`` command. Thin: it parses arguments and calls :mod:`srnet.api`.
-
-Each sub-command is an ``add_<command>`` function (its parser, registered in
-:data:`~srnet.cli.commands.COMMANDS` with its API function) beside its ``cmd_<command>`` handler, in
-the module of its group: :mod:`.runs`, :mod:`.results`, :mod:`.models`, :mod:`.bias`, :mod:`.masks`;
-:mod:`.common` holds what they share. A plug-in (an ``srnet.plugins`` entry point) may register more."""
+"""The ``srnet`` command. Thin: it builds a parser per registered verb
+(:data:`srnet.experiments.verbs.base.VERBS`, the built-ins' declarations and a plug-in's, from an
+``srnet.plugins`` entry point), and hands each verb's call its :mod:`srnet.api` function."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
-from srnet.cli.commands import COMMANDS
-from srnet.cli.common import Parser
+from srnet.cli.parser import Parser
 from srnet.console import end_progress_bars, quiet_libraries
 from srnet.errors import NeedsOption, SrnetError
-
-COMMAND_MODULES = ("runs", "results", "models", "bias", "masks")
-"""The built-in commands' modules, in the order of ``srnet --help`` (importing one registers its
-commands)."""
-for _module in COMMAND_MODULES:
-    importlib.import_module(f"srnet.cli.{_module}")
+from srnet.experiments.verbs.base import GROUPS, VERBS, Verb
+from srnet.experiments.verbs.flags import add_config_flags
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         check_input_files(args)
-        return args.func(args) or 0
+        return args.func(args)
     except SrnetError as exc:
         from srnet.io import short
 
@@ -79,7 +73,32 @@ def build_parser() -> argparse.ArgumentParser:
         "examples: README.md.",
     )
     sub = parser.add_subparsers(metavar="COMMAND")
-    for command in COMMANDS.values():
-        command.add(sub)
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for verb in VERBS.values():
+        parent, name = sub, verb.words
+        if verb.group is not None:
+            if verb.group not in groups:
+                group = sub.add_parser(verb.group, help=GROUPS.get(verb.group))
+                group.set_defaults(func=lambda args, shown=group: shown.print_help() or 1)  # no ACTION
+                groups[verb.group] = group.add_subparsers(metavar="ACTION")
+            parent, name = groups[verb.group], verb.words.split(maxsplit=1)[1]
+        p = parent.add_parser(name, help=verb.help)
+        if verb.arguments is not None:
+            verb.arguments(p)
+        if verb.config is not None:
+            add_config_flags(p, verb.config)
+        p.set_defaults(func=partial(call, verb))
     return parser
+
+
+def call(verb: Verb, args: argparse.Namespace) -> int:
+    """Run ``verb`` with the parsed ``args`` and its API function; its exit status."""
+    return verb.call(args, api_function(verb.words)) or 0
+
+
+def api_function(words: str) -> Callable:
+    """The Python function behind the command ``words`` ("bench", "bias fit"): a built-in's
+    :mod:`srnet.api` function or a plug-in verb's own; one line naming the known verbs otherwise."""
+    module, _, attribute = VERBS.get(words).api.rpartition(":")
+    return getattr(importlib.import_module(module or "srnet.api"), attribute)
 

@@ -25,8 +25,8 @@ bench       ``srnet bench`` of several models (a    the result file (``<folder>/
             *gathering* stage: once per sweep)
 compress    ``srnet compress`` of a fine-tuned      the compressed model (``<folder>/model``; the
             model, the stage's recipe as its data   gates in ``<folder>/compress.json``);
-            (registered by its verb module,         compress runs a sweep itself, so its stage
-            :mod:`srnet.experiments.verbs.compress`) sits above this module, not in it
+            (registered by its pipeline,            compress runs a sweep itself, so its stage
+            :mod:`srnet.experiments.verbs.compress_pipeline`) sits above this module, not in it
 =========== ======================================= ============================================
 
 A *gathering* stage (``gathers = True``: ``bench``) runs once for the whole sweep, after every
@@ -47,13 +47,10 @@ from pydantic import BaseModel, Field, model_validator
 
 from srnet.config import Recipe, recipe_from_dict
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.config import (
-    AttackConfig,
-    AttackSettings,
-    BenchConfig,
-    DifficultyConfig,
-    PredictConfig,
-)
+from srnet.experiments.verbs.attack import AttackConfig, AttackSettings
+from srnet.experiments.verbs.bench import BenchConfig
+from srnet.experiments.verbs.bias import DifficultyConfig
+from srnet.experiments.verbs.predict import PredictConfig
 from srnet.export.config import ExportConfig
 from srnet.io import read_yaml
 from srnet.registry import Registry
@@ -63,7 +60,7 @@ from srnet.settings import VerbConfig
 
 class NoParams(VerbConfig):
     """A stage without parameters of its own (a stage's params model is its verb's config, or adds
-    the stage's inputs to it: :mod:`srnet.experiments.verbs.config`)."""
+    the stage's inputs to it: the config of its verb's declaration in :mod:`srnet.experiments.verbs`)."""
 
 
 class Stage(ABC):
@@ -253,7 +250,7 @@ class AttackStage(Stage):
         return {}  # each run's own recipe decides the task and the splits
 
     def run(self, recipe: Recipe, params: AttackParams, folder: Path) -> None:
-        from srnet.experiments.verbs.attack import attack_run
+        from srnet.experiments.verbs.attack_run import attack_run
         from srnet.io import atomic_write_text
 
         shared: dict[str, dict] = {}  # attack -> its state a later run reuses (the encoder's cache)
@@ -345,6 +342,6 @@ class BenchStage(Stage):
         return folder / "bench.json"
 
     def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
-        from srnet.experiments.verbs.bench import bench
+        from srnet.experiments.verbs.bench_timing import bench
 
         bench(params.models, params, out=self.output(folder, params), overwrite=True)  # its own file

@@ -1,3 +1,13 @@
-"""The verbs on finished runs and models, each one function that the CLI, :mod:`srnet.api` and
-the sweep stages call: attack, attack examples, bench, bias fit, export, split predictions and
-mask transfer."""
+"""The verbs: each command of ``srnet`` is one declaration module here (its words, settings, API
+function, arguments, printing and sweep stage, registered in :data:`.base.VERBS`), its heavy body
+in a module of its own that the API function reaches: attack_run (+ attack_examples),
+bench_timing, bias_fit, compress_pipeline (+ compress_config, compress_gates), export_masked,
+split_predictions, transfer_run. The declarations import no torch."""
+
+import importlib
+
+BUILT_IN = ("info", "run", "sweep", "finetune", "demo", "evaluate", "predict", "attack", "report",
+            "compress", "export", "bench", "transfer", "bias", "masks")
+"""The built-in declarations, in the order of ``srnet --help`` (importing one registers its verbs)."""
+for _module in BUILT_IN:
+    importlib.import_module(f"{__name__}.{_module}")

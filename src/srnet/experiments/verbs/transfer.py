@@ -1,79 +1,45 @@
-"""Transfer one mask to several tasks: fine-tune the masked pre-trained backbone per task.
-
-Each task recipe runs as usual with ``pruning: {method: fixed, params: {mask_file: MASK}}``: the mask is
-checked against the recipe's backbone (fingerprint, keys, shapes), a fresh classifier is put on
-top, and the surviving weights are fine-tuned with the mask fixed.  ``transfer.json`` puts each
-task's ID and OOD scores next to the subnetwork's pre-training dev losses (MLM, KD) from the run
-the mask came from, so the loss-vs-accuracy correlation of TAMT can be checked.
-"""
+"""``srnet transfer``: fine-tune one mask on several tasks, the mask fixed (the runs:
+:mod:`.transfer_run`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from srnet.config import Recipe, recipe_from_dict
-from srnet.errors import SrnetError
-from srnet.experiments.run.driver import run_recipe
-from srnet.experiments.run.tamt import read_pretraining
-from srnet.io import atomic_write_json
-from srnet.rundir.record import RunMetrics
-from srnet.sparsity.mask_io import MASKS_FILENAME, load_masks
+from pydantic import Field
 
-SUMMARY = "transfer.json"
+from srnet.experiments.verbs.base import Verb, register_verb
+from srnet.experiments.verbs.common import overrides_flag
+from srnet.experiments.verbs.flags import config_values
+from srnet.settings import VerbConfig
 
 
-@dataclass
-class TransferResult:
-    """Where the task runs are and what they scored."""
+class TransferConfig(VerbConfig):
+    """``srnet transfer``: where one mask's task runs go."""
 
-    out_dir: Path
-    summary: dict
-
-
-def transfer(
-    mask: str | Path, recipes: list[Recipe], *, out_dir: str | Path, overwrite: bool = False
-) -> TransferResult:
-    """Fine-tune ``mask`` (a mask file or run directory) on each task recipe, runs under ``out_dir``."""
-    if not recipes:
-        raise SrnetError("transfer needs at least one task recipe")
-    names = [r.name for r in recipes]
-    if len(set(names)) != len(names):
-        raise SrnetError(f"task recipes need distinct names (got {names}); set name: in each")
-    path = Path(mask)
-    mask_file = path / MASKS_FILENAME if path.is_dir() else path
-    masks, meta = load_masks(mask_file)  # readable before any run starts
-    out = Path(out_dir)
-    tasks = {}
-    for recipe in recipes:
-        data = recipe.model_dump(mode="json")
-        data["pruning"] = {"method": "fixed", "params": {"mask_file": str(mask_file.resolve())},
-                           "sparsity": min(meta.sparsity, 0.999999)}
-        data["model"]["init_from"] = None
-        data["output_dir"] = str(out)
-        result = run_recipe(recipe_from_dict(data, f"transfer:{recipe.name}"), overwrite=overwrite)
-        tasks[recipe.name] = _scores(result.metrics)
-        tasks[recipe.name]["run_dir"] = str(result.run_dir)
-    summary = {
-        "mask": str(mask_file),
-        "method": meta.method,
-        "base_model": meta.base_model,
-        "sparsity": meta.sparsity,
-        "masked_matrices": len(masks),
-        "pretraining": read_pretraining(mask_file),
-        "tasks": tasks,
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / SUMMARY, summary)
-    return TransferResult(out, summary)
+    out_dir: Path = Field(Path("runs/transfer"), json_schema_extra={"flag": "--output-dir"},
+                          description="folder of the task runs and transfer.json")
 
 
-def _scores(metrics: RunMetrics) -> dict:
-    """The primary metric of every ID and OOD split (and the OOD shortcut gaps)."""
-    row: dict = {"task": metrics.task}
-    for blocks in (metrics.id, metrics.ood):
-        for name, block in blocks.items():
-            row[name] = block["primary"]
-            if "shortcut_gap" in block:
-                row[f"{name}_shortcut_gap"] = block["shortcut_gap"]
-    return row
+def arguments(p) -> None:
+    p.add_argument("mask", help="masks.safetensors file or the run directory that holds it")
+    p.add_argument("--tasks", nargs="+", required=True, metavar="RECIPE",
+                   help="task recipes (YAML), each fine-tuned on the masked pre-trained backbone")
+    overrides_flag(p, "override applied to every task recipe")
+    p.add_argument("--overwrite", action="store_true", help="replace existing task runs")
+
+
+def call(args, transfer) -> None:
+    result = transfer(args.mask, args.tasks, overrides=args.overrides, overwrite=args.overwrite,
+                      **config_values(args, TransferConfig))
+    summary = result.summary
+    pre = summary["pretraining"] or {}
+    losses = ", ".join(f"{k} {v:.4f}" for k, v in pre.items()) or "no pre-training losses recorded"
+    print(f"mask {summary['mask']} ({summary['method']}, sparsity {summary['sparsity']:.3f}): {losses}")
+    for name, row in summary["tasks"].items():
+        scores = ", ".join(f"{k} {v:.4f}" for k, v in row.items() if isinstance(v, float))
+        print(f"  {name}: {scores}")
+    print(f"summary: {result.out_dir / 'transfer.json'}")
+
+
+register_verb(Verb("transfer", help="fine-tune one mask (e.g. from TAMT) on several tasks, mask fixed",
+                   api="transfer", arguments=arguments, call=call, config=TransferConfig))

@@ -1,4 +1,4 @@
-"""A verb's flags built from its settings model (:mod:`srnet.experiments.verbs.config`), as
+"""A verb's flags built from its settings model (the config of its declaration), as
 transformers' ``HfArgumentParser`` builds them from a dataclass: the flag's name, type, default and
 help come from the field, so a setting is written once."""
 

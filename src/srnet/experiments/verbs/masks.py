@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-from srnet.cli.commands import register_command
+from srnet.experiments.verbs.base import Verb, register_group, register_verb
 
 
-@register_command("masks", api={"masks show": "masks_show", "masks compare": "masks_compare",
-                           "masks draw": "masks_draw", "masks random-like": "masks_random_like"})
-def add_masks(sub) -> None:
-    """``srnet masks ACTION``."""
-    group = sub.add_parser("masks", help="inspect and compare mask files")
-    actions = group.add_subparsers(metavar="ACTION")
-    for add in (add_show, add_compare, add_draw, add_random_like):
-        add(actions)
-
-
-def add_show(actions) -> None:
-    p = actions.add_parser("show", help="sparsity per layer and matrix (and a heatmap with --plot)")
+def show_arguments(p) -> None:
     p.add_argument("masks", help="masks.safetensors file or run directory")
     p.add_argument("--plot", help="write a layer x role sparsity heatmap (.png/.pdf/.svg)")
-    p.set_defaults(func=cmd_masks_show)
 
 
-def cmd_masks_show(args) -> int:
-    from srnet.api import masks_show
+def show_call(args, masks_show) -> None:
     from srnet.reporting.render import format_table, plot_sparsity_heatmap
 
     table, meta = masks_show(args.masks)
@@ -32,55 +19,50 @@ def cmd_masks_show(args) -> int:
     if args.plot:
         plot_sparsity_heatmap(table, args.plot)
         print(f"wrote {args.plot}")
-    return 0
 
 
-def add_compare(actions) -> None:
-    p = actions.add_parser("compare", help="Jaccard similarity and distance of two masks")
+def compare_arguments(p) -> None:
     p.add_argument("a")
     p.add_argument("b")
-    p.set_defaults(func=cmd_masks_compare)
 
 
-def cmd_masks_compare(args) -> int:
-    from srnet.api import masks_compare
+def compare_call(args, masks_compare) -> None:
     from srnet.reporting.render import format_table
 
-    comparison = masks_compare(args.a, args.b)
-    print(format_table(comparison.rows(), ["name", "jaccard", "distance"]))
-    return 0
+    print(format_table(masks_compare(args.a, args.b).rows(), ["name", "jaccard", "distance"]))
 
 
-def add_draw(actions) -> None:
-    p = actions.add_parser("draw",
-                           help="draw a ticket: the globally top-(1-s) learned scores (l0, mask_train)")
+def draw_arguments(p) -> None:
     p.add_argument("source", help="run directory or mask_scores.safetensors")
     p.add_argument("--sparsity", type=float, required=True, help="fraction of zeros over all masked weights")
     p.add_argument("--out", required=True, help="masks.safetensors to write (for method 'fixed')")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    p.set_defaults(func=cmd_masks_draw)
 
 
-def cmd_masks_draw(args) -> int:
-    from srnet.api import masks_draw
-
+def draw_call(args, masks_draw) -> None:
     meta = masks_draw(args.source, args.sparsity, args.out, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
-    return 0
 
 
-def add_random_like(actions) -> None:
-    p = actions.add_parser("random-like", help="a random mask with another mask's per-matrix sparsity")
+def random_like_arguments(p) -> None:
     p.add_argument("masks", help="masks.safetensors file or run directory")
     p.add_argument("--out", required=True, help="masks.safetensors file to write")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    p.set_defaults(func=cmd_masks_random_like)
 
 
-def cmd_masks_random_like(args) -> int:
-    from srnet.api import masks_random_like
-
+def random_like_call(args, masks_random_like) -> None:
     meta = masks_random_like(args.masks, args.out, args.seed, overwrite=args.overwrite)
     print(f"wrote {args.out}: {meta.method}, sparsity {meta.sparsity:.4f}")
-    return 0
+
+
+register_group("masks", "inspect and compare mask files")
+register_verb(Verb("masks show", help="sparsity per layer and matrix (and a heatmap with --plot)",
+                   api="masks_show", arguments=show_arguments, call=show_call))
+register_verb(Verb("masks compare", help="Jaccard similarity and distance of two masks", api="masks_compare",
+                   arguments=compare_arguments, call=compare_call))
+register_verb(Verb("masks draw", help="draw a ticket: the globally top-(1-s) learned scores (l0, mask_train)",
+                   api="masks_draw", arguments=draw_arguments, call=draw_call, stage="ticket"))
+register_verb(Verb("masks random-like", help="a random mask with another mask's per-matrix sparsity",
+                   api="masks_random_like", arguments=random_like_arguments, call=random_like_call,
+                   stage="random_like"))

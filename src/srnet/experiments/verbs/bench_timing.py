@@ -1,0 +1,306 @@
+"""``srnet bench``: inference latency of dense, shrunk and unstructured-sparse models, side by side.
+
+All models run in one process on the same inputs.  After a warm-up, each round times one forward
+pass of every model, in an order that rotates from round to round (interleaving spreads the
+noise of a shared machine over all models); a model's latency is its median over the rounds.
+With ``onnx``, every model is also exported to ONNX and its ONNX Runtime session joins the same
+rounds, so PyTorch and ONNX Runtime latencies come from one interleaved run.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from srnet.errors import SrnetError
+from srnet.experiments.verbs.bench import BenchConfig
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A model to time, under a short label."""
+
+    label: str
+    model: nn.Module
+    onnx: bool = True
+    """Whether ``--onnx`` exports it too (sparse-CSR models cannot be exported)."""
+    export: Path | None = None
+    """The srnet export folder it was loaded from: ``--onnx`` times the graphs it ships."""
+
+    @property
+    def parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+
+def load_candidate(name: str) -> Candidate:
+    """A run directory (its ``model/``), an srnet export (shrunk or not) or any classifier."""
+    from srnet.export import EXPORT_INFO_FILENAME, load_model
+    from srnet.models.loading import load_classifier
+    from srnet.rundir.layout import RunDir
+
+    run_model = RunDir(Path(name)).model
+    source = run_model if run_model.is_dir() else Path(name)
+    if (source / EXPORT_INFO_FILENAME).is_file():
+        return Candidate(name, load_model(source), export=source)
+    return Candidate(name, load_classifier(name).eval())
+
+
+class CsrLinear(nn.Module):
+    """A linear layer whose (pruned) weight is stored and multiplied as a torch sparse-CSR matrix."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        weight, bias = linear.weight.detach(), linear.bias
+        self.weight = nn.Parameter(weight.to_sparse_csr(), requires_grad=False)
+        self.bias = None if bias is None else nn.Parameter(bias.detach(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # W @ x^T as sparse x dense (F.linear with a CSR weight fails under inference_mode)
+        out = torch.sparse.mm(self.weight, x.reshape(-1, x.shape[-1]).T).T
+        out = out if self.bias is None else out + self.bias
+        return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def to_csr(model: nn.Module, masks: Sequence[str] | dict[str, Any]) -> nn.Module:
+    """``model`` with every masked linear layer (the keys of ``masks``) as a :class:`CsrLinear`."""
+    for name in masks:
+        parent, _, child = name.rpartition(".")
+        owner = model.get_submodule(parent) if parent else model
+        setattr(owner, child, CsrLinear(getattr(owner, child)))
+    return model
+
+
+def omp_variants(base: Candidate, sparsities: Sequence[float],
+                 granularities: Sequence[str] = ("head+neuron", "unstructured")) -> list[Candidate]:
+    """OMP of ``base`` at each sparsity and granularity: head+neuron masks shrunk, and unstructured
+    masks baked into dense weights (which dense kernels run at full cost) and, the same weights,
+    multiplied as torch sparse-CSR matrices (PyTorch's sparse kernels; no ONNX export)."""
+    from srnet.export import bake_masks, shrink_model
+    from srnet.pruning import build_method
+    from srnet.pruning.config import PruningConfig
+    from srnet.pruning.lifecycle import prune
+
+    out = []
+    for sparsity in sparsities:
+        for granularity in granularities:
+            model = copy.deepcopy(base.model)
+            # one-shot OMP through the pruning lifecycle's verb (the API's prune_ sits above)
+            method = build_method(PruningConfig(method="omp", granularity=granularity, sparsity=sparsity), 0)
+            masks = prune(method, model)
+            if granularity == "unstructured":
+                baked = bake_masks(model, masks).eval()
+                out.append(Candidate(f"omp {sparsity:.0%} unstructured", baked))
+                out.append(Candidate(f"omp {sparsity:.0%} unstructured, torch CSR",
+                                     to_csr(copy.deepcopy(baked), masks), onnx=False))
+            else:
+                out.append(Candidate(f"omp {sparsity:.0%} heads+neurons, shrunk",
+                                     shrink_model(model, masks).eval()))
+    return out
+
+
+def time_calls(calls: Sequence[Callable[[], object]], rounds: int, warmup: int) -> list[list[float]]:
+    """Seconds of every timed round of each zero-argument callable, interleaved after ``warmup``
+    calls each; the call order rotates from round to round."""
+    times: list[list[float]] = [[] for _ in calls]
+    with torch.inference_mode():
+        for call in calls:
+            for _ in range(warmup):
+                call()
+        for r in range(rounds):
+            for i in [(r + k) % len(calls) for k in range(len(calls))]:
+                start = time.perf_counter()
+                calls[i]()
+                times[i].append(time.perf_counter() - start)
+    return times
+
+
+SPREAD_WARNING = 0.25
+"""A cell whose rounds differ by more than this fraction of its median is reported as unsteady."""
+
+
+def bench_warnings(rows: Sequence[dict[str, Any]], load: float | None, cpus: int) -> list[str]:
+    """One line for a machine busier than its cores (load average), one for unsteady cells."""
+    warnings = []
+    if load is not None and load > cpus:
+        warnings.append(f"the machine is busy (load average {load:.2f} on {cpus} cores): timings are "
+                        "unreliable; rerun on idle cores")
+    unsteady = [r for r in rows if r["spread"] > SPREAD_WARNING]
+    if unsteady:
+        worst = max(unsteady, key=lambda r: r["spread"])
+        warnings.append(f"{len(unsteady)} of {len(rows)} cells vary by more than {SPREAD_WARNING:.0%} "
+                        f"across rounds (worst: {worst['model']}, batch {worst['batch']}, length "
+                        f"{worst['length']}: {worst['spread']:.0%}); add rounds or idle the machine")
+    return warnings
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def onnx_sessions(candidates: Sequence[Candidate],
+                  quantize: str | None = None) -> list[list[tuple[str, Any, dict[str, Any]]]]:
+    """Per candidate, its (runtime, ONNX Runtime session, graph record) triples at torch's thread
+    count: the FP32 graph, checked against the PyTorch model's logits
+    (:func:`srnet.export.onnx.check_onnx`), and with ``quantize`` its INT8 graph
+    (``onnxruntime-int8``) -- the files an export candidate ships (SHA-256 checked:
+    :func:`srnet.export.onnx.shipped_graphs`), else built in memory; none for a candidate that
+    cannot be exported (``Candidate.onnx`` false)."""
+    from srnet.export.onnx import checked_graph, shipped_graphs
+
+    shipped = [shipped_graphs(c.export, quantize) if c.onnx else {} for c in candidates]  # all checked first
+    sessions: list[list[tuple[str, Any, dict[str, Any]]]] = []
+    for c, graphs in zip(candidates, shipped, strict=True):
+        if not c.onnx:
+            sessions.append([])
+            continue
+        checked = checked_graph(c.model, quantize, torch.get_num_threads(), graphs)
+        triples = [("onnxruntime", checked.session, checked.graph.record())]
+        if checked.int8 is not None:
+            triples.append((f"onnxruntime-{quantize}", checked.int8_session, checked.int8.record()))
+        sessions.append(triples)
+    return sessions
+
+
+def bench(
+    models: Sequence[str], config: BenchConfig, *, out: str | Path | None = None, overwrite: bool
+) -> dict[str, Any]:
+    """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
+    load ``models`` (the first is the baseline), add OMP variants of the first at ``config.omp``
+    sparsities, time them all under :func:`run_bench` with ``config.threads`` torch threads
+    (restored afterwards: a sweep worker runs further stages) and write the result to ``out`` when
+    given (checked first: an existing file is replaced only with ``overwrite``)."""
+    from srnet.export.onnx import require_onnx
+    from srnet.io import atomic_write_json, check_new_file
+
+    if not models:
+        raise SrnetError("bench needs at least one model")
+    if out is not None:
+        check_new_file(out, overwrite, "--out")
+    if config.onnx:
+        require_onnx()  # before any model is loaded
+    before = torch.get_num_threads()
+    try:
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        candidates = [load_candidate(name) for name in models]
+        result = run_bench([*candidates, *omp_variants(candidates[0], config.omp)], config)
+    finally:
+        torch.set_num_threads(before)
+    if out is not None:
+        atomic_write_json(out, result)
+    return result
+
+
+def run_bench(candidates: Sequence[Candidate], config: BenchConfig) -> dict[str, Any]:
+    """Time every candidate at every batch size x sequence length of ``config``; ratios are to the
+    first one.
+
+    With ``config.onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
+    same interleaved rounds (its row follows the PyTorch row; ``speedup`` is still relative to
+    the first candidate under PyTorch); with ``quantize`` its INT8 graph too.  Rows carry ``runtime``
+    ``torch``, ``onnxruntime`` or ``onnxruntime-int8``.
+    """
+    sessions = onnx_sessions(candidates, config.quantize) if config.onnx else None
+    vocab = int(candidates[0].model.config.vocab_size)
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for batch in config.batch_sizes:
+        for length in config.lengths:
+            inputs = {"input_ids": torch.randint(min(1000, vocab - 1), vocab, (batch, length),
+                                                 generator=generator),
+                      "attention_mask": torch.ones(batch, length, dtype=torch.long)}
+            runs: list[tuple[Candidate, str, Callable[[], object]]] = []
+            for i, c in enumerate(candidates):
+                runs.append((c, "torch", partial(c.model, **inputs)))
+                for runtime, session, _ in sessions[i] if sessions is not None else []:
+                    from srnet.export.onnx import ort_feeds
+
+                    feeds = ort_feeds(session, inputs)
+                    runs.append((c, runtime, partial(session.run, ["logits"], feeds)))
+            timed = time_calls([call for _, _, call in runs], config.rounds, config.warmup)
+            medians = [statistics.median(t) for t in timed]
+            for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True):
+                rows.append({"model": c.label, "runtime": runtime, "params_m": c.parameters / 1e6,
+                             "batch": batch, "length": length, "latency_ms": s * 1e3,
+                             "min_ms": min(t) * 1e3, "max_ms": max(t) * 1e3,
+                             "spread": (max(t) - min(t)) / s, "seq_per_s": batch / s,
+                             "speedup": medians[0] / s})
+    load = load_average()
+    result = {"environment": bench_environment(), "threads": torch.get_num_threads(), "rounds": config.rounds,
+              "warmup": config.warmup, "load_average": load,
+              "warnings": bench_warnings(rows, load, os.cpu_count() or 1), "rows": rows}
+    if sessions is not None:
+        from srnet.export.onnx import ATOL, OPSET
+
+        result["onnxruntime"] = {
+            "providers": ["CPUExecutionProvider"], "intra_op_threads": torch.get_num_threads(),
+            "inter_op_threads": 1, "graph_optimization": "ORT_ENABLE_ALL", "spinning": False,
+            "opset": OPSET, "exporter": "torch.onnx.export(dynamo=False)", "check_atol": ATOL,
+            "quantize": config.quantize,
+            "graphs": [{"model": c.label, "runtime": runtime, **record} for c, triples
+                       in zip(candidates, sessions, strict=True) for runtime, _, record in triples],
+        }
+    return result
+
+
+def bench_environment() -> dict[str, Any]:
+    """The machine (CPU model and count), threads and library versions."""
+    from srnet.rundir.layout import environment
+
+    env = environment()
+    env.pop("argv", None)
+    env["machine"] = platform.machine()
+    env["cpu"] = _cpu_model()
+    env["cpu_count"] = os.cpu_count()
+    env["cpu_int8"] = cpu_int8_features()
+    for name in ("onnxruntime", "onnx"):
+        try:
+            env["packages"][name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            env["packages"][name] = None
+    return env
+
+
+INT8_FLAGS = {
+    "avx2": "AVX2 (int8 dot products through 16-bit intermediates)",
+    "avx512_vnni": "AVX512-VNNI (one-instruction int8 dot products)",
+    "avx_vnni": "AVX-VNNI (VNNI on 256-bit registers)",
+    "amx_int8": "AMX-INT8 (int8 matrix tiles)",
+}
+"""The CPU flags (``/proc/cpuinfo``) that decide how fast ONNX Runtime's INT8 matrix products run,
+in words: without VNNI they multiply through 16-bit intermediates and gain little over FP32."""
+
+
+def cpu_int8_features() -> dict[str, Any]:
+    """Which of :data:`INT8_FLAGS` this CPU has, and the fastest path, in words."""
+    from srnet.training.precision import cpu_flags
+
+    flags = cpu_flags()
+    have = [flag for flag in INT8_FLAGS if flag in flags]
+    return {"flags": have, "best": INT8_FLAGS[have[-1]] if have else "unknown (no /proc/cpuinfo flags)"}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
