@@ -2,8 +2,9 @@
 
 For each run directory (one with a ``metrics.json``) under SRC, copies ``metrics.json``,
 ``config.yaml``, ``environment.json`` and ``log.jsonl`` (and a bias stage's ``bias_metrics.json``,
-and the attack summaries ``attack/<name>.json``) to the same relative path under DST, so a study
-run in parts loses nothing between sessions.
+a compress stage's ``compress.json`` and ``sizing.json``, a bench stage's ``bench.json``, and the
+attack summaries ``attack/<name>.json``) to the same relative path under DST, so a study run in
+parts loses nothing between sessions.
 Models, masks and predictions stay out.  Run:
 ``python benchmarks/collect_results.py runs/rmc_easy_hard_cpu results/rmc_easy_hard_cpu``.
 """
@@ -14,12 +15,15 @@ import argparse
 import shutil
 from pathlib import Path
 
-KEPT = ("metrics.json", "config.yaml", "environment.json", "log.jsonl", "bias_metrics.json", "stage.json")
+KEPT = ("metrics.json", "config.yaml", "environment.json", "log.jsonl", "bias_metrics.json", "stage.json",
+        "compress.json", "sizing.json", "bench.json")
+MARKERS = ("metrics.json", "bias_metrics.json", "compress.json", "bench.json")
+"""A folder holding one of these is a finished run or stage whose record is kept."""
 
 
 def collect(src: Path, dst: Path) -> int:
     copied = 0
-    for marker in sorted([*src.rglob("metrics.json"), *src.rglob("bias_metrics.json")]):
+    for marker in sorted({path for name in MARKERS for path in src.rglob(name)}):
         run = marker.parent
         parts = run.relative_to(src).parts
         if any(part.startswith(".") or part in ("report", "checkpoints") for part in parts):

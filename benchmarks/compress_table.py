@@ -1,0 +1,120 @@
+"""The 3-seed study of ``srnet compress``'s default (issue 50), answered from its committed records.
+
+Reads ``<folder>/fast/<key>/{stage.json,compress.json}`` (the sweep's compress stage, one per seed)
+and prints, in points on the ID split (hard = the pairs the bias model gets wrong):
+
+* each seed's level, measured speed-up (and the sizing's curve), the gates and whether it passed;
+* one row per model of the pipeline (the user's dense model, the dense PoE teacher that is the
+  gates' reference, the compressed student as trained, and as shipped): mean ± std over seeds;
+* the compressed model against the reference, paired by seed, with the pre-registered targets
+  (recipes/studies/compress_mnli_cpu.yaml): ID >= reference - 0.5, hard >= reference, >= 2x.
+
+Run: ``python benchmarks/compress_table.py results/compress_mnli_cpu`` (``--page P`` also replaces
+the page's ``<!-- compress_table -->`` block with what is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import statistics
+from pathlib import Path
+
+MODELS = {"dense": "your dense model (CE)", "teacher": "dense PoE (the reference)",
+          "student": "compressed, as trained", "shipped": "compressed, as shipped"}
+TARGETS = {"ID": -0.5, "hard": 0.0}
+"""Pre-registered: compressed - reference >= these, in points, and the speed-up >= the target."""
+
+
+def load(folder: Path) -> dict[int, dict]:
+    """Seed -> compress.json of each finished compress stage."""
+    records = {}
+    for stage_file in sorted(folder.glob("fast/*/stage.json")):
+        record = stage_file.parent / "compress.json"
+        if record.is_file():
+            records[json.loads(stage_file.read_text())["grid"]["seed"]] = json.loads(record.read_text())
+    return records
+
+
+def values(figures: dict) -> dict[str, float | None]:
+    """One model's figures in points."""
+    out = {"ID": figures["id"], "hard": figures.get("hard"), "easy": figures.get("easy")}
+    for split, scores in figures["challenge"].items():
+        out[split] = scores["accuracy"]
+        out[f"{split} gap"] = scores.get("gap")
+    out["charswap Aua"] = figures.get("charswap_aua")
+    return {k: None if v is None else 100 * v for k, v in out.items()}
+
+
+def mean_std(xs: list[float], digits: int = 1) -> str:
+    if len(xs) == 1:
+        return f"{xs[0]:.{digits}f}"
+    return f"{statistics.mean(xs):.{digits}f} ± {statistics.stdev(xs):.{digits}f}"
+
+
+def print_tables(records: dict[int, dict]) -> None:
+    """The seeds, the models and the paired differences, as printed by :func:`main`."""
+    seeds = sorted(records)
+    print("| seed | level | speed-up | sizing curve (level: speed-up) | elapsed | peak memory | gates |")
+    print("|---|---|---|---|---|---|---|")
+    for seed in seeds:
+        r = records[seed]
+        curve = ", ".join(f"{p['level']:.0%}: {p['speedup']:.2f}" for p in r["sizing"]["curve"])
+        gates = "; ".join(g["line"] for g in r["gates"])
+        print(f"| {seed} | {r['level']:.0%} | {r['speed']['speedup']:.2f}x | {curve} | "
+              f"{r['elapsed_s'] / 60:.0f} min | {r['peak_rss_mb'] / 1024:.2f} GiB | {gates} |")
+    rows = {name: [values(records[s]["figures"][name]) for s in seeds] for name in MODELS}
+    measures = list(dict.fromkeys(k for per_seed in rows.values() for v in per_seed for k in v))
+    print(f"\n| model | n | {' | '.join(measures)} |\n|---|---|" + "---|" * len(measures))
+    for name, label in MODELS.items():
+        cells = [mean_std([v[k] for v in rows[name] if v.get(k) is not None] or [float("nan")])
+                 for k in measures]
+        print(f"| {label} | {len(rows[name])} | " + " | ".join(cells) + " |")
+    print("\n| compressed (shipped) − reference | per seed | mean ± std | target | met on every seed |")
+    print("|---|---|---|---|---|")
+    for key in measures:
+        diffs = [s[key] - t[key] for s, t in zip(rows["shipped"], rows["teacher"], strict=True)
+                 if s.get(key) is not None and t.get(key) is not None]
+        if not diffs:
+            continue
+        target = TARGETS.get(key)
+        met = "" if target is None else ("yes" if all(d >= target for d in diffs) else "no")
+        shown = "" if target is None else f">= {target:+.1f}"
+        print(f"| {key} | {', '.join(f'{d:+.1f}' for d in diffs)} | {mean_std(diffs)} | {shown} | {met} |")
+    speedups = [records[s]["speed"]["speedup"] for s in seeds]
+    target = records[seeds[0]]["config"]["speedup"] if seeds else None
+    met = "yes" if target and all(x >= target for x in speedups) else "no"
+    print(f"| speed-up | {', '.join(f'{x:.2f}x' for x in speedups)} | {mean_std(speedups, 2)}x | "
+          f">= {target}x | {met} |")
+    passed = sum(records[s]["passed"] for s in seeds)
+    print(f"\n{passed} of {len(seeds)} seed(s) passed every gate" + (" (fewer than 3 seeds: not judged)"
+                                                                   if len(seeds) < 3 else ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--page", type=Path, help="a page whose compress_table block gets the output")
+    args = parser.parse_args()
+    records = load(args.folder)
+    if not records:
+        raise SystemExit(f"{args.folder}: no finished compress stage (fast/<key>/compress.json)")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_tables(records)
+    print(printed.getvalue(), end="")
+    if args.page:
+        text, table = args.page.read_text(), printed.getvalue().rstrip()
+        block = f"<!-- compress_table -->\n```text\n{table}\n```\n<!-- /compress_table -->"
+        new, count = re.subn(r"<!-- compress_table -->.*?<!-- /compress_table -->", lambda _: block, text,
+                             flags=re.S)
+        if count != 1:
+            raise SystemExit(f"{args.page}: expected one compress_table block, found {count}")
+        args.page.write_text(new)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""benchmarks/compress_table.py pairs each seed's compressed model with its reference and checks
+the pre-registered targets on every seed; collect_results.py keeps the compress records."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import sys
+
+from conftest import REPO
+
+
+def script(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def figures(id_acc: float, hard: float) -> dict:
+    return {"id": id_acc, "hard": hard, "easy": 0.9, "challenge": {"hans": {"accuracy": 0.5, "gap": 0.1}},
+            "charswap_aua": 0.4}
+
+
+def write_seed(folder, seed: int, shipped_hard: float, speedup: float) -> None:
+    stage = folder / "fast" / f"key{seed}"
+    stage.mkdir(parents=True)
+    (stage / "stage.json").write_text(json.dumps({"stage": "fast", "grid": {"seed": seed}}))
+    record = {"level": 0.6, "passed": shipped_hard >= 0.60 and speedup >= 2, "config": {"speedup": 2.0},
+              "sizing": {"curve": [{"level": 0.5, "speedup": 1.9}, {"level": 0.6, "speedup": 2.2}]},
+              "speed": {"speedup": speedup}, "elapsed_s": 3600, "peak_rss_mb": 2048,
+              "gates": [{"line": "PASS speed"}],
+              "figures": {"dense": figures(0.68, 0.57), "teacher": figures(0.66, 0.60),
+                          "student": figures(0.66, shipped_hard), "shipped": figures(0.66, shipped_hard)}}
+    (stage / "compress.json").write_text(json.dumps(record))
+    (stage / "sizing.json").write_text(json.dumps(record["sizing"]))
+
+
+def test_the_paired_differences_and_targets_are_per_seed(tmp_path, monkeypatch):
+    for seed, hard, speedup in ((1, 0.61, 2.2), (2, 0.62, 2.3), (3, 0.59, 1.9)):
+        write_seed(tmp_path / "runs", seed, hard, speedup)
+    collected = script("collect_results").collect(tmp_path / "runs", tmp_path / "results")
+    assert collected == 9  # stage.json, compress.json, sizing.json per seed
+    monkeypatch.setattr(sys, "argv", ["compress_table.py", str(tmp_path / "results")])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        script("compress_table").main()
+    lines = printed.getvalue().splitlines()
+    assert "| hard | +1.0, +2.0, -1.0 | 0.7 ± 1.5 | >= +0.0 | no |" in lines
+    assert "| ID | +0.0, +0.0, +0.0 | 0.0 ± 0.0 | >= -0.5 | yes |" in lines
+    assert "| speed-up | 2.20x, 2.30x, 1.90x | 2.13 ± 0.21x | >= 2.0x | no |" in lines
+    assert "2 of 3 seed(s) passed every gate" in lines
