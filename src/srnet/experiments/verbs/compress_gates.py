@@ -117,15 +117,18 @@ def gates(
             _minus(student["id"], id_drop),
             f"{shipped['id_split']} accuracy of the INT8 file as shipped (FP32 student {student['id']:.4f})",
         )
-    collapsed = shipped["collapsed"]
+    new = [name for name in shipped["collapsed"] if name not in reference["collapsed"]]
+    shared = [name for name in shipped["collapsed"] if name in reference["collapsed"]]
     out.append(
         {
             "gate": "collapse",
-            "passed": not collapsed,
-            "value": collapsed,
+            "passed": not new,
+            "value": new,
             "threshold": [],
-            "line": f"{'PASS' if not collapsed else 'FAIL'} collapse (one class >= {COLLAPSE_FRACTION:.0%} "
-            f"of the predictions, or ID at chance): {', '.join(collapsed) if collapsed else 'no split'}",
+            "line": f"{'PASS' if not new else 'FAIL'} collapse (one class >= {COLLAPSE_FRACTION:.0%} "
+            f"of the predictions, or ID at chance, where the reference does not): "
+            f"{', '.join(new) if new else 'no split'}"
+            + (f" ({', '.join(shared)}: the reference too)" if shared else ""),
         }
     )
     return out

@@ -30,6 +30,7 @@ import math
 import resource
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,7 @@ def size_to_machine(
     from srnet.experiments.verbs.bench import BenchConfig
     from srnet.experiments.verbs.bench_timing import load_candidate, omp_variants, run_bench
 
-    before = torch.get_num_threads()
+    started, before = time.perf_counter(), torch.get_num_threads()
     bench_config = BenchConfig(
         batch_sizes=[config.batch],
         lengths=[config.length],
@@ -191,6 +192,7 @@ def size_to_machine(
         "runtime": config.runtime,
         "environment": result["environment"],
         "warnings": result["warnings"],
+        "elapsed_s": round(time.perf_counter() - started, 1),
     }
 
 
@@ -476,7 +478,6 @@ def compress(
                 return CompressResult(out, level, lines, estimate["total_s"])
             atomic_write_json(out / SIZING_FILE, sizing)
             record_sweep(sweep, out / "stages", resume=(out / "stages" / "sweep.yaml").is_file())
-            started = time.perf_counter()
             result = execute(jobs, out / "stages", progress=progress)
             for job in jobs:
                 if job.key in result.failed:
@@ -489,7 +490,7 @@ def compress(
                 outputs,
                 read_yaml(out / "stages" / "sweep.yaml"),
                 out,
-                elapsed_s=time.perf_counter() - started,
+                elapsed_s=sizing.get("elapsed_s", 0.0) + stage_seconds(out / "stages", {j.key for j in jobs}),
                 peak_rss_mb=peak_rss_mb(),
             )
             return CompressResult(out, level, record=record)
@@ -525,6 +526,25 @@ def _output(job) -> str:
 
     stage = get_stage(job.kind)
     return str(stage.output(job.folder, stage.params_model.model_validate(job.params)))
+
+
+def stage_seconds(stages: Path, keys: set[str]) -> float:
+    """The wall time of the stages ``keys``, each from its last start to its done in the sweep's
+    event log: a resumed compression counts each stage once, however often it was interrupted."""
+    from srnet.experiments.sweep.execute import EVENTS
+
+    started: dict[str, datetime] = {}
+    seconds = 0.0
+    for line in (stages / EVENTS).read_text(encoding="utf-8").splitlines():
+        event = json.loads(line) if line.strip() else {}
+        if event.get("key") not in keys:
+            continue
+        when = datetime.fromisoformat(event["time"])
+        if event["event"] == "start":
+            started[event["key"]] = when
+        elif event["event"] == "done" and event["key"] in started:
+            seconds += (when - started.pop(event["key"])).total_seconds()
+    return seconds
 
 
 def peak_rss_mb() -> float:
