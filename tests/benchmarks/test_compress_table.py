@@ -52,3 +52,20 @@ def test_the_paired_differences_and_targets_are_per_seed(tmp_path, monkeypatch):
     assert "| ID | +0.0, +0.0, +0.0 | 0.0 ± 0.0 | >= -0.5 | yes |" in lines
     assert "| speed-up | 2.20x, 2.30x, 1.90x | 2.13 ± 0.21x | >= 2.0x | no |" in lines
     assert "2 of 3 seed(s) passed every gate" in lines
+
+
+def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(monkeypatch):
+    import re
+
+    import pytest
+
+    results = REPO / "results" / "compress_mnli_cpu"
+    if not list(results.glob("fast/*/compress.json")):
+        pytest.skip("no finished compress stage committed yet")
+    monkeypatch.setattr(sys, "argv", ["compress_table.py", str(results)])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        script("compress_table").main()
+    page = (REPO / "docs" / "studies" / "compress_mnli_cpu.md").read_text()
+    block = re.search(r"<!-- compress_table -->\n```text\n(.*?)\n```\n<!-- /compress_table -->", page, re.S)
+    assert block is not None and block.group(1) == printed.getvalue().rstrip()
