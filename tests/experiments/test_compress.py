@@ -110,6 +110,11 @@ def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path)
                          recipe=data_recipe(), resume=True, **QUIET)
     assert file_sha256(out / "model" / "model.safetensors") == before
     assert again.record["figures"]["student"]["id"] == compressed.record["figures"]["student"]["id"]
+    import json
+
+    recorded = [json.loads(p.read_text())["peak_rss_mb"] for p in stages.glob("*/*/stage.json")]
+    assert len(recorded) == 9 and min(recorded) > 0  # the stages kept from the first call count too
+    assert again.record["peak_rss_mb"] >= max(recorded)
 
 
 def test_a_finished_compression_is_not_replaced_without_overwrite(compressed):

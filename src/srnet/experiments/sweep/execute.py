@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -69,7 +70,16 @@ def run_job(job: Job) -> None:
     stage.run(recipe_from_dict(job.recipe, str(job.folder)), stage.params_model.model_validate(job.params),
               job.folder)
     atomic_write_json(job.folder / COMPLETE, {"stage": job.name, "kind": job.kind, "key": job.key,
-                                              "grid": job.grid, "deps": job.deps})
+                                              "grid": job.grid, "deps": job.deps,
+                                              "peak_rss_mb": peak_rss_mb()})
+
+
+def peak_rss_mb() -> float:
+    """The largest resident set of this process or any finished child so far, in MiB (a worker that
+    ran earlier stages counts them too: an upper bound of the last stage's)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return round(max(own, children) / 1024, 1)
 
 
 def execute(

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -491,7 +490,7 @@ def compress(
                 read_yaml(out / "stages" / "sweep.yaml"),
                 out,
                 elapsed_s=sizing.get("elapsed_s", 0.0) + stage_seconds(out / "stages", {j.key for j in jobs}),
-                peak_rss_mb=peak_rss_mb(),
+                peak_rss_mb=peak_memory_mb(jobs),
             )
             return CompressResult(out, level, record=record)
     finally:
@@ -547,11 +546,15 @@ def stage_seconds(stages: Path, keys: set[str]) -> float:
     return seconds
 
 
-def peak_rss_mb() -> float:
-    """The largest resident set of this process or any finished child, in MiB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, children) / 1024
+def peak_memory_mb(jobs) -> float:
+    """The largest resident set of this call or of any stage of ``jobs`` (as its stage record
+    has it, so stages of an earlier, interrupted call count too), in MiB."""
+    from srnet.experiments.sweep.execute import peak_rss_mb
+    from srnet.rundir.layout import COMPLETE
+
+    recorded = [json.loads((job.folder / COMPLETE).read_text(encoding="utf-8")).get("peak_rss_mb") or 0.0
+                for job in jobs if (job.folder / COMPLETE).is_file()]
+    return max([peak_rss_mb(), *recorded])
 
 
 class CompressParams(CompressConfig):
