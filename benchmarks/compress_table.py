@@ -19,9 +19,9 @@ import argparse
 import contextlib
 import io
 import json
-import re
-import statistics
 from pathlib import Path
+
+from controls_table import mean_std, paste_block
 
 MODELS = {"dense": "your dense model (CE)", "teacher": "dense PoE (the reference)",
           "student": "compressed, as trained", "shipped": "compressed, as shipped"}
@@ -62,12 +62,6 @@ def values(figures: dict) -> dict[str, float | None]:
         out[f"{split} gap"] = scores.get("gap")
     out["charswap Aua"] = figures.get("charswap_aua")
     return {k: None if v is None else 100 * v for k, v in out.items()}
-
-
-def mean_std(xs: list[float], digits: int = 1) -> str:
-    if len(xs) == 1:
-        return f"{xs[0]:.{digits}f}"
-    return f"{statistics.mean(xs):.{digits}f} ± {statistics.stdev(xs):.{digits}f}"
 
 
 def print_tables(found: dict[int, tuple[dict, Path]]) -> None:
@@ -123,13 +117,7 @@ def main() -> None:
         print_tables(records)
     print(printed.getvalue(), end="")
     if args.page:
-        text, table = args.page.read_text(), printed.getvalue().rstrip()
-        block = f"<!-- compress_table -->\n```text\n{table}\n```\n<!-- /compress_table -->"
-        new, count = re.subn(r"<!-- compress_table -->.*?<!-- /compress_table -->", lambda _: block, text,
-                             flags=re.S)
-        if count != 1:
-            raise SystemExit(f"{args.page}: expected one compress_table block, found {count}")
-        args.page.write_text(new)
+        paste_block(args.page, "compress_table", printed.getvalue().rstrip())
 
 
 if __name__ == "__main__":

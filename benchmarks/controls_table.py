@@ -88,8 +88,20 @@ def checks(runs: dict[str, dict[int, dict]]) -> list[str]:
     return problems
 
 
-def mean_std(xs: list[float]) -> str:
-    return f"{statistics.mean(xs):.1f} ± {statistics.stdev(xs):.1f}" if len(xs) > 1 else f"{xs[0]:.1f}"
+def mean_std(xs: list[float], digits: int = 1) -> str:
+    if len(xs) == 1:
+        return f"{xs[0]:.{digits}f}"
+    return f"{statistics.mean(xs):.{digits}f} ± {statistics.stdev(xs):.{digits}f}"
+
+
+def paste_block(page: Path, name: str, table: str) -> None:
+    """Replace the page's one ``<!-- name -->`` ... ``<!-- /name -->`` block with ``table``."""
+    block = f"<!-- {name} -->\n```text\n{table}\n```\n<!-- /{name} -->"
+    pattern = rf"<!-- {name} -->.*?<!-- /{name} -->"
+    new, count = re.subn(pattern, lambda _: block, page.read_text(), flags=re.S)
+    if count != 1:
+        raise SystemExit(f"{page}: expected one {name} block, found {count}")
+    page.write_text(new)
 
 
 def verdict(diffs: list[float]) -> str:
@@ -112,14 +124,7 @@ def main() -> None:
         print_tables(load(args.folder))
     print(printed.getvalue(), end="")
     if args.page:
-        text = args.page.read_text()
-        table = printed.getvalue().rstrip()
-        block = f"<!-- controls_table -->\n```text\n{table}\n```\n<!-- /controls_table -->"
-        new, count = re.subn(r"<!-- controls_table -->.*?<!-- /controls_table -->", lambda _: block, text,
-                             flags=re.S)
-        if count != 1:
-            raise SystemExit(f"{args.page}: expected one controls_table block, found {count}")
-        args.page.write_text(new)
+        paste_block(args.page, "controls_table", printed.getvalue().rstrip())
 
 
 def print_tables(runs: dict[str, dict[int, dict]]) -> None:

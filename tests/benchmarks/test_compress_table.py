@@ -13,6 +13,9 @@ from conftest import REPO
 
 
 def script(name: str):
+    """benchmarks/<name>.py as a module (its sibling imports resolved from benchmarks/)."""
+    if str(REPO / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(REPO / "benchmarks"))
     spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
