@@ -187,6 +187,7 @@ def test_elapsed_time_counts_each_stage_once_across_resumes(tmp_path):
               ("00:07:00", "start", "other"), ("00:09:00", "done", "other")]
     lines = [json.dumps({"time": f"2026-11-29T{t}+00:00", "event": e, "stage": k, "key": k})
              for t, e, k in events]
+    lines.insert(1, '{"time": "2026-11-29T00:04:00+00:00", "ev')  # cut short by a kill
     (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
     assert stage_seconds(tmp_path, {"a", "b"}) == 90.0
 

@@ -529,14 +529,18 @@ def _output(job) -> str:
 
 def stage_seconds(stages: Path, keys: set[str]) -> float:
     """The wall time of the stages ``keys``, each from its last start to its done in the sweep's
-    event log: a resumed compression counts each stage once, however often it was interrupted."""
+    event log: a resumed compression counts each stage once, however often it was interrupted (a
+    line a kill cut short is skipped)."""
     from srnet.experiments.sweep.execute import EVENTS
 
     started: dict[str, datetime] = {}
     seconds = 0.0
     for line in (stages / EVENTS).read_text(encoding="utf-8").splitlines():
-        event = json.loads(line) if line.strip() else {}
-        if event.get("key") not in keys:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(event, dict) or event.get("key") not in keys:
             continue
         when = datetime.fromisoformat(event["time"])
         if event["event"] == "start":
