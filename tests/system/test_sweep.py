@@ -204,7 +204,7 @@ def test_kill_9_of_a_two_worker_sweep_leaves_no_worker_alive(tmp_path, tiny_mode
     deadline = time.monotonic() + 120
     workers: list = []
     while time.monotonic() < deadline and len(workers) < 2:  # both workers have started a stage
-        workers = [c for c in sweep.children() if "spawn_main" in " ".join(c.cmdline())]
+        workers = [c for c in sweep.children() if "spawn_main" in command_line(psutil, c)]
         started = (tmp_path / "out" / "events.jsonl")
         if len(workers) == 2 and started.is_file() and len(events(tmp_path / "out")) == 2:
             break
@@ -216,6 +216,14 @@ def test_kill_9_of_a_two_worker_sweep_leaves_no_worker_alive(tmp_path, tiny_mode
     for worker in alive:
         worker.kill()
     assert not alive, f"{len(alive)} worker(s) outlived the sweep by 30 s"
+
+
+def command_line(psutil, proc) -> str:
+    """``proc``'s command line; empty for a child that ended (or is a zombie) while being read."""
+    try:
+        return " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return ""
 
 
 def live(psutil, procs: list, timeout: float) -> list:
