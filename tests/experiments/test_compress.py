@@ -141,6 +141,25 @@ def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
     assert sizing["level"] == first
 
 
+def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_path):
+    """``--recovery-epochs`` reaches the student's training (over the recipe's max_steps, which would
+    otherwise silently win) and the dry run's estimate counts its steps; no other stage changes."""
+    from srnet.experiments.verbs.compress_pipeline import compress_sweep, estimate_seconds, resolve_source
+
+    source = resolve_source(str(finetuned), data_recipe(), None)  # max_steps 4, 32 pairs at batch 8
+    plain_config = CompressConfig(sparsity=0.5)
+    longer_config = CompressConfig(sparsity=0.5, recovery_epochs=3)
+    plain = compress_sweep(source, 0.5, plain_config, tmp_path / "a")
+    longer = compress_sweep(source, 0.5, longer_config, tmp_path / "b")
+    assert longer["stages"]["student"]["set"]["training.epochs"] == 3
+    assert longer["stages"]["student"]["set"]["training.max_steps"] is None
+    assert "training.epochs" not in plain["stages"]["student"]["set"]
+    assert {k: v for k, v in longer["stages"].items() if k != "student"} == {
+        k: v for k, v in plain["stages"].items() if k != "student"}
+    assert estimate_seconds(source, plain, plain_config)["train_steps"] == 4
+    assert estimate_seconds(source, longer, longer_config)["train_steps"] == 3 * 4  # 3 epochs of 4 batches
+
+
 FIGURES = {"id_split": "dev", "id": 0.80, "hard": 0.60, "collapsed": [],
            "challenge": {"hans": {"accuracy": 0.55}}}
 

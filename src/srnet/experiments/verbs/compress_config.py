@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -27,6 +27,8 @@ LOCK = ".compress.lock"
 
 class CompressConfig(VerbConfig):
     """``srnet compress``: the target, the machine it is measured on, and the gates."""
+
+    added_later: ClassVar[dict[str, Any]] = {"recovery_epochs": None}
 
     speedup: float | None = Field(
         None,
@@ -66,6 +68,11 @@ class CompressConfig(VerbConfig):
         description="the shortcut to guard against: a bias feature "
         "({features}), a bias folder (srnet bias fit) or a training-split bias "
         "predictions file; none: plain distilled compression",
+    )
+    recovery_epochs: float | None = Field(
+        None,
+        gt=0,
+        description="epochs of the distilled recovery after the cut (default: the recipe's training.epochs)",
     )
     max_id_drop: float = Field(1.0, ge=0, description="ID-accuracy gate: points below the reference")
     max_robust_drop: float = Field(0.0, ge=0, description="hard / challenge gate: points below the reference")

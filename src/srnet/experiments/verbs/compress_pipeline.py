@@ -13,7 +13,8 @@ stage                   what it does
 ``teacher``             dense PoE, one epoch from the user's model (only with a bias)
 ``teacher_pred``        the teacher's training-split predictions (the distillation target)
 ``student``             OMP-gradient head+neuron cut at the chosen level on the teacher's weights,
-                        then one distilled epoch (PoE + KD at T 2, lr 5e-5; CE + KD without bias)
+                        then a distilled recovery of the recipe's epochs or ``--recovery-epochs``
+                        (PoE + KD at T 2, lr 5e-5; CE + KD without bias)
 ``export``              the student baked and shrunk; ONNX (and INT8) graphs for those runtimes
 ``shipped``             the exported file re-scored as shipped, under ``--runtime``
 ``attack``              ``charswap`` on a fixed sample of the dev split: dense, teacher, student
@@ -239,6 +240,11 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
             "objective": KD,
             "training.lr": 5.0e-5,
             "training.warmup_ratio": 0.0,
+            **(
+                {"training.epochs": config.recovery_epochs, "training.max_steps": None}
+                if config.recovery_epochs
+                else {}
+            ),
             "pruning": {
                 "method": "omp",
                 "sparsity": level,
@@ -378,11 +384,14 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
         started = time.perf_counter()
         model(**timing)
         timing_s = time.perf_counter() - started
-    epochs = recipe.training.epochs
     steps_per_epoch = math.ceil(len(train) / batch)
-    trained = [name for name, s in sweep["stages"].items() if s["kind"] == "train"]
+    train_steps = sum(
+        _micro_steps(recipe.training, s["set"], len(train))
+        for s in sweep["stages"].values()
+        if s["kind"] == "train"
+    )
     evaluations = sum(1 for s in sweep["stages"].values() if s["kind"] in ("train", "evaluate"))
-    train_s = len(trained) * epochs * steps_per_epoch * step_s
+    train_s = train_steps * step_s
     predict_s = steps_per_epoch * forward_s
     eval_s = evaluations * math.ceil(n_eval / batch) * forward_s
     attack = sweep["stages"].get("attack")
@@ -400,8 +409,18 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
         "total_s": total,
         "step_s": step_s,
         "forward_s": forward_s,
-        "train_steps": int(len(trained) * epochs * steps_per_epoch),
+        "train_steps": train_steps,
     }
+
+
+def _micro_steps(training: Any, overrides: dict[str, Any], n_train: int) -> int:
+    """Forward/backward passes of a train stage: the recipe's training section with the stage's
+    ``training.*`` keys applied (``--recovery-epochs`` on the student)."""
+    from srnet.training.loop import total_steps
+
+    keys = {k.removeprefix("training."): v for k, v in overrides.items() if k.startswith("training.")}
+    cfg = training.model_copy(update=keys)
+    return total_steps(cfg, n_train) * cfg.grad_accum
 
 
 def _timed(call: Callable[[dict], None], batches: list[dict]) -> float:
