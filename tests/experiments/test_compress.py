@@ -80,6 +80,9 @@ def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finet
     assert any(n.startswith("original (dense): latency") for n in names)
     assert any("charswap" in n for n in names)
     assert "trust_remote_code=True" in card.text
+    # the recovery as the student ran it (the data recipe's max_steps 4), on the card too
+    assert (record["recovery"]["max_steps"], record["recovery"]["lr"]) == (4, 5e-5)
+    assert "distilled recovery: 4 steps at lr 5e-05" in card.text
     # each gate is computed from the figures recorded beside it
     shipped, ref = record["figures"]["shipped"], record["figures"]["teacher"]
     by_name = {g["gate"]: g for g in record["gates"]}

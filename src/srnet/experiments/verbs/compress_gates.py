@@ -134,6 +134,16 @@ def gates(
     return out
 
 
+def _recovery(record: dict[str, Any]) -> str:
+    """The distilled recovery's length and lr, as the student ran it (records before it: unsaid)."""
+    recovery = record.get("recovery")
+    if recovery is None:
+        return "recovery length not recorded"
+    length = (f"{recovery['max_steps']} steps" if recovery["max_steps"] is not None
+              else f"{recovery['epochs']:g} epoch(s)")
+    return f"distilled recovery: {length} at lr {recovery['lr']:g}"
+
+
 def _minus(value: float | None, drop: float) -> float | None:
     return None if value is None else value - drop
 
@@ -151,6 +161,7 @@ def finish(
 ) -> dict[str, Any]:
     """Score, gate, write ``compress.json``, the figure and ``<out>/model`` with its card; returns
     the record (``passed`` false when any gate failed: everything is still written)."""
+    from srnet.config import load_run_recipe
     from srnet.io import atomic_write_json, atomic_write_text
 
     figures = {
@@ -166,11 +177,13 @@ def finish(
     speed = bench_figures(outputs["bench"], config.runtime)
     checked = gates(config, figures[reference_name], figures["student"], figures["shipped"], speed)
     passed = all(g["passed"] for g in checked)
+    recovery = load_run_recipe(Path(outputs["student"]) / "config.yaml").training
     record = {
         "passed": passed,
         "exit_code": 0 if passed else GATE_FAILED_EXIT,
         "model": source.model,
         "recipe": RECIPE_NAME,
+        "recovery": {"epochs": recovery.epochs, "max_steps": recovery.max_steps, "lr": recovery.lr},
         "config": config.model_dump(mode="json"),
         "level": sizing["level"],
         "sizing": sizing,
@@ -279,7 +292,7 @@ def compress_card(record: dict[str, Any]) -> str:
         f"# srnet compress of `{record['model']}`",
         "",
         f"**{status}.** {record['level']:.0%} of the attention heads and FFN neurons of every layer "
-        f"removed and physically shrunk; recipe: {record['recipe']}.",
+        f"removed and physically shrunk; recipe: {record['recipe']}; {_recovery(record)}.",
         "",
         _steering(record),
         "",
