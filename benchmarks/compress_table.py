@@ -1,6 +1,7 @@
 """The 3-seed study of ``srnet compress``'s default (issue 50), answered from its committed records.
 
-Reads ``<folder>/fast/<key>/{stage.json,compress.json}`` (the sweep's compress stage, one per seed)
+Reads ``<folder>/<stage>/<key>/{stage.json,compress.json}`` (a compress stage of the sweep, ``fast``
+unless ``--stage`` names another, one per seed)
 and prints, in points on the ID split (hard = the pairs the bias model gets wrong):
 
 * each seed's level, measured speed-up (and the sizing's curve), the gates and whether it passed;
@@ -10,7 +11,8 @@ and prints, in points on the ID split (hard = the pairs the bias model gets wron
   (recipes/studies/compress_mnli_cpu.yaml): ID >= reference - 0.5, hard >= reference, >= 2x.
 
 Run: ``python benchmarks/compress_table.py results/compress_mnli_cpu`` (``--page P`` also replaces
-the page's ``<!-- compress_table -->`` block with what is printed).
+the page's ``<!-- compress_table -->`` block with what is printed; ``--stage S``: its
+``<!-- compress_table S -->`` block).
 """
 
 from __future__ import annotations
@@ -29,10 +31,10 @@ TARGETS = {"ID": -0.5, "hard": 0.0}
 """Pre-registered: compressed - reference >= these, in points, and the speed-up >= the target."""
 
 
-def load(folder: Path) -> dict[int, tuple[dict, Path]]:
-    """Seed -> (compress.json, its stage folder) of each finished compress stage."""
+def load(folder: Path, stage: str = "fast") -> dict[int, tuple[dict, Path]]:
+    """Seed -> (compress.json, its stage folder) of each finished compress stage named ``stage``."""
     records = {}
-    for stage_file in sorted(folder.glob("fast/*/stage.json")):
+    for stage_file in sorted(folder.glob(f"{stage}/*/stage.json")):
         record = stage_file.parent / "compress.json"
         if record.is_file():
             seed = json.loads(stage_file.read_text())["grid"]["seed"]
@@ -108,16 +110,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--page", type=Path, help="a page whose compress_table block gets the output")
+    parser.add_argument("--stage", default="fast", help="the sweep's compress stage (default: fast)")
     args = parser.parse_args()
-    records = load(args.folder)
+    records = load(args.folder, args.stage)
     if not records:
-        raise SystemExit(f"{args.folder}: no finished compress stage (fast/<key>/compress.json)")
+        raise SystemExit(f"{args.folder}: no finished compress stage ({args.stage}/<key>/compress.json)")
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         print_tables(records)
     print(printed.getvalue(), end="")
     if args.page:
-        paste_block(args.page, "compress_table", printed.getvalue().rstrip())
+        block = "compress_table" if args.stage == "fast" else f"compress_table {args.stage}"
+        paste_block(args.page, block, printed.getvalue().rstrip())
 
 
 if __name__ == "__main__":

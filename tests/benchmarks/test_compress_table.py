@@ -27,10 +27,10 @@ def figures(id_acc: float, hard: float) -> dict:
             "charswap_aua": 0.4}
 
 
-def write_seed(folder, seed: int, shipped_hard: float, speedup: float) -> None:
-    stage = folder / "fast" / f"key{seed}"
+def write_seed(folder, seed: int, shipped_hard: float, speedup: float, name: str = "fast") -> None:
+    stage = folder / name / f"key{seed}"
     stage.mkdir(parents=True)
-    (stage / "stage.json").write_text(json.dumps({"stage": "fast", "grid": {"seed": seed}}))
+    (stage / "stage.json").write_text(json.dumps({"stage": name, "grid": {"seed": seed}}))
     record = {"level": 0.6, "passed": shipped_hard >= 0.60 and speedup >= 2, "config": {"speedup": 2.0},
               "sizing": {"curve": [{"level": 0.5, "speedup": 1.9}, {"level": 0.6, "speedup": 2.2}]},
               "speed": {"speedup": speedup}, "elapsed_s": 3600, "peak_rss_mb": 2048,
@@ -55,6 +55,23 @@ def test_the_paired_differences_and_targets_are_per_seed(tmp_path, monkeypatch):
     assert "| ID | +0.0, +0.0, +0.0 | 0.0 ± 0.0 | >= -0.5 | yes |" in lines
     assert "| speed-up | 2.20x, 2.30x, 1.90x | 2.13 ± 0.21x | >= 2.0x | no |" in lines
     assert "2 of 3 seed(s) passed every gate" in lines
+
+
+def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkeypatch):
+    for seed in (1, 2, 3):
+        write_seed(tmp_path, seed, 0.60, 2.2)
+        write_seed(tmp_path, seed, 0.63, 2.5, name="lever")
+    page = tmp_path / "page.md"
+    page.write_text("<!-- compress_table -->\nold\n<!-- /compress_table -->\n"
+                    "<!-- compress_table lever -->\nold\n<!-- /compress_table lever -->\n")
+    argv = ["compress_table.py", str(tmp_path), "--stage", "lever", "--page", str(page)]
+    monkeypatch.setattr(sys, "argv", argv)
+    with contextlib.redirect_stdout(io.StringIO()):
+        script("compress_table").main()
+    text = page.read_text()
+    assert text.startswith("<!-- compress_table -->\nold\n")  # the default stage's block is untouched
+    assert "| hard | +3.0, +3.0, +3.0 | 3.0 ± 0.0 | >= +0.0 | yes |" in text
+    assert "2.50x, 2.50x, 2.50x" in text and "2.20x" not in text
 
 
 def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(monkeypatch):
