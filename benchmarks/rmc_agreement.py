@@ -40,7 +40,7 @@ def gold_and_bias_easy(data: Path, bias_file: Path, name: str | None = None
                        ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """The split's ids (``name`` as the recipe names it) and gold labels as the runs read them, and
     which pairs the bias model gets right."""
-    examples = load_examples(NLI, DataSpec(path=str(data), name=name))
+    examples = load_examples(NLI, DataSpec(path=str(data.resolve()), name=name))
     gold = np.array([ex.label for ex in examples])
     ids = [ex.id for ex in examples]
     log_probs = load_bias_log_probs(bias_file, ids, len(NLI.labels), labels=NLI.labels)
