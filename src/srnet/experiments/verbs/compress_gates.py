@@ -135,10 +135,8 @@ def gates(
 
 
 def _recovery(record: dict[str, Any]) -> str:
-    """The distilled recovery's length and lr, as the student ran it (records before it: unsaid)."""
-    recovery = record.get("recovery")
-    if recovery is None:
-        return "recovery length not recorded"
+    """The distilled recovery's length and lr, as the student ran it."""
+    recovery = record["recovery"]
     length = (f"{recovery['max_steps']} steps" if recovery["max_steps"] is not None
               else f"{recovery['epochs']:g} epoch(s)")
     return f"distilled recovery: {length} at lr {recovery['lr']:g}"
