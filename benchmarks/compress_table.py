@@ -10,6 +10,11 @@ and prints, in points on the ID split (hard = the pairs the bias model gets wron
 * the compressed model against the reference, paired by seed, with the pre-registered targets
   (recipes/studies/compress_mnli_cpu.yaml): ID >= reference - 0.5, hard >= reference, >= 2x.
 
+With ``--controls DIR`` (run records named ``<row>_s<seed>/metrics.json``, e.g. a seed's teacher
+scored as INT8, or the student's recipe with no cut) it also prints each control row and the
+shipped model against it, paired by seed, judged by the controls study's rule
+(``controls_table.verdict``) once 3 seeds are in.
+
 Run: ``python benchmarks/compress_table.py results/compress_mnli_cpu`` (``--page P`` also replaces
 the page's ``<!-- compress_table -->`` block with what is printed; ``--stage S``: its
 ``<!-- compress_table S -->`` block).
@@ -21,12 +26,21 @@ import argparse
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
-from controls_table import mean_std, paste_block
+from controls_table import mean_std, paste_block, verdict
+from controls_table import values as run_values
 
 MODELS = {"dense": "your dense model (CE)", "teacher": "dense PoE (the reference)",
           "student": "compressed, as trained", "shipped": "compressed, as shipped"}
+CONTROLS = {
+    "teacher_onnx-int8": "dense PoE as INT8: no cut, no more training",
+    "poe_kd": "dense PoE + the student's distilled epoch, no cut (PyTorch)",
+    "poe_kd_onnx-int8": "the same, as INT8: the compute-matched control",
+}
+"""Control rows, by run-name prefix, in the order printed; other names are refused."""
+JUDGED = ("ID", "hard")
 TARGETS = {"ID": -0.5, "hard": 0.0}
 """Pre-registered: compressed - reference >= these, in points, and the speed-up >= the target."""
 
@@ -64,6 +78,43 @@ def values(figures: dict) -> dict[str, float | None]:
         out[f"{split} gap"] = scores.get("gap")
     out["charswap Aua"] = figures.get("charswap_aua")
     return {k: None if v is None else 100 * v for k, v in out.items()}
+
+
+Controls = dict[str, dict[int, dict[str, float]]]
+"""Control row -> seed -> its figures in points."""
+
+
+def load_controls(folder: Path) -> Controls:
+    """Control row -> seed -> its figures in points (ID, hard, easy, hans), from ``<row>_s<seed>``."""
+    rows: Controls = {}
+    for metrics_file in sorted(folder.glob("*/metrics.json")):
+        match = re.fullmatch(r"(.+)_s(\d+)", metrics_file.parent.name)
+        if match is None or match.group(1) not in CONTROLS:
+            raise SystemExit(f"{metrics_file.parent}: not a control run (<row>_s<seed>, row one of "
+                             f"{', '.join(CONTROLS)})")
+        v = run_values(json.loads(metrics_file.read_text()))
+        figures = {"ID": v["MNLI-m"], "hard": v["hard"], "easy": v["easy"], "hans": v["HANS"]}
+        rows.setdefault(match.group(1), {})[int(match.group(2))] = figures
+    return {name: rows[name] for name in CONTROLS if name in rows}
+
+
+def print_controls(found: dict[int, tuple[dict, Path]], controls: Controls) -> None:
+    """Each control row, and the shipped model minus it on the judged measures, paired by seed."""
+    shipped = {seed: values(record["figures"]["shipped"]) for seed, (record, _) in found.items()}
+    print("\n| control | seeds | ID | hard | easy | hans |\n|---|---|---|---|---|---|")
+    for name, by_seed in controls.items():
+        cells = [mean_std([f[k] for f in by_seed.values()]) for k in ("ID", "hard", "easy", "hans")]
+        print(f"| {CONTROLS[name]} | {', '.join(map(str, sorted(by_seed)))} | " + " | ".join(cells) + " |")
+    print("\n| shipped − control | measure | per seed | mean ± std | verdict |\n|---|---|---|---|---|")
+    for name, by_seed in controls.items():
+        seeds = sorted(set(by_seed) & set(shipped))
+        if not seeds:
+            continue
+        for key in JUDGED:
+            diffs = [shipped[s][key] - by_seed[s][key] for s in seeds]
+            judged = verdict(diffs) if len(seeds) >= 3 else "pending (fewer than 3 seeds)"
+            print(f"| {CONTROLS[name]} | {key} | {', '.join(f'{d:+.2f}' for d in diffs)} | "
+                  f"{mean_std(diffs, 2)} | {judged} |")
 
 
 def print_tables(found: dict[int, tuple[dict, Path]]) -> None:
@@ -111,6 +162,7 @@ def main() -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--page", type=Path, help="a page whose compress_table block gets the output")
     parser.add_argument("--stage", default="fast", help="the sweep's compress stage (default: fast)")
+    parser.add_argument("--controls", type=Path, help="control runs, <row>_s<seed>/metrics.json")
     args = parser.parse_args()
     records = load(args.folder, args.stage)
     if not records:
@@ -118,6 +170,8 @@ def main() -> None:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         print_tables(records)
+        if args.controls:
+            print_controls(records, load_controls(args.controls))
     print(printed.getvalue(), end="")
     if args.page:
         block = "compress_table" if args.stage == "fast" else f"compress_table {args.stage}"

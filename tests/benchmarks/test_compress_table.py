@@ -89,3 +89,45 @@ def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(mon
     page = (REPO / "docs" / "studies" / "compress_mnli_cpu.md").read_text()
     block = re.search(r"<!-- compress_table -->\n```text\n(.*?)\n```\n<!-- /compress_table -->", page, re.S)
     assert block is not None and block.group(1) == printed.getvalue().rstrip()
+
+
+def control_metrics(id_acc: float, hard: float) -> dict:
+    """A run record as ``srnet evaluate`` writes it, with the measures the controls read."""
+    mnli = {"accuracy": id_acc, "easy_hard": {"hard": hard, "easy": 0.8, "gap": 0.1}}
+    return {"id": {"mnli_dev_matched": mnli, "snli_dev": {"accuracy": 0.6}},
+            "ood": {"hans": {"accuracy": 0.5}}}
+
+
+def test_controls_are_paired_by_seed_and_judged_only_with_three(tmp_path, monkeypatch):
+    for seed, hard in ((1, 0.61), (2, 0.62), (3, 0.60)):
+        write_seed(tmp_path / "results", seed, hard, 2.5)
+    controls = tmp_path / "controls"
+    runs = {f"teacher_onnx-int8_s{seed}": control_metrics(id_acc, hard)
+            for seed, (id_acc, hard) in {1: (0.65, 0.60), 2: (0.655, 0.61), 3: (0.65, 0.59)}.items()}
+    runs["poe_kd_onnx-int8_s1"] = control_metrics(0.67, 0.62)
+    for name, record in runs.items():
+        (controls / name).mkdir(parents=True)
+        (controls / name / "metrics.json").write_text(json.dumps(record))
+    argv = ["compress_table.py", str(tmp_path / "results"), "--controls", str(controls)]
+    monkeypatch.setattr(sys, "argv", argv)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        script("compress_table").main()
+    lines = printed.getvalue().splitlines()
+    as_int8 = "dense PoE as INT8: no cut, no more training"
+    assert f"| {as_int8} | ID | +1.00, +0.50, +1.00 | 0.83 ± 0.29 | positive |" in lines
+    assert f"| {as_int8} | hard | +1.00, +1.00, +1.00 | 1.00 ± 0.00 | positive |" in lines
+    matched = "the same, as INT8: the compute-matched control"
+    assert f"| {matched} | hard | -1.00 | -1.00 | pending (fewer than 3 seeds) |" in lines
+
+
+def test_a_run_that_is_not_a_named_control_is_refused(tmp_path, monkeypatch):
+    import pytest
+
+    write_seed(tmp_path / "results", 1, 0.61, 2.5)
+    (tmp_path / "controls" / "mystery").mkdir(parents=True)
+    (tmp_path / "controls" / "mystery" / "metrics.json").write_text(json.dumps(control_metrics(0.6, 0.6)))
+    monkeypatch.setattr(sys, "argv", ["compress_table.py", str(tmp_path / "results"),
+                                      "--controls", str(tmp_path / "controls")])
+    with pytest.raises(SystemExit, match="mystery: not a control run"):
+        script("compress_table").main()
