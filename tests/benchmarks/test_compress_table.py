@@ -9,6 +9,8 @@ import io
 import json
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
@@ -74,20 +76,23 @@ def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkey
     assert "2.50x, 2.50x, 2.50x" in text and "2.20x" not in text
 
 
-def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(monkeypatch):
+@pytest.mark.parametrize("stage, controls", [("fast", None), ("fast_int8", "compress_int8_control")])
+def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(monkeypatch, stage, controls):
     import re
 
-    import pytest
-
     results = REPO / "results" / "compress_mnli_cpu"
-    if not list(results.glob("fast/*/compress.json")):
-        pytest.skip("no finished compress stage committed yet")
-    monkeypatch.setattr(sys, "argv", ["compress_table.py", str(results)])
+    if not list(results.glob(f"{stage}/*/compress.json")):
+        pytest.skip(f"no finished {stage} compress stage committed yet")
+    argv = ["compress_table.py", str(results), "--stage", stage]
+    if controls:
+        argv += ["--controls", str(REPO / "results" / controls)]
+    monkeypatch.setattr(sys, "argv", argv)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         script("compress_table").main()
     page = (REPO / "docs" / "studies" / "compress_mnli_cpu.md").read_text()
-    block = re.search(r"<!-- compress_table -->\n```text\n(.*?)\n```\n<!-- /compress_table -->", page, re.S)
+    name = "compress_table" if stage == "fast" else f"compress_table {stage}"
+    block = re.search(rf"<!-- {name} -->\n```text\n(.*?)\n```\n<!-- /{name} -->", page, re.S)
     assert block is not None and block.group(1) == printed.getvalue().rstrip()
 
 
@@ -122,8 +127,6 @@ def test_controls_are_paired_by_seed_and_judged_only_with_three(tmp_path, monkey
 
 
 def test_a_run_that_is_not_a_named_control_is_refused(tmp_path, monkeypatch):
-    import pytest
-
     write_seed(tmp_path / "results", 1, 0.61, 2.5)
     (tmp_path / "controls" / "mystery").mkdir(parents=True)
     (tmp_path / "controls" / "mystery" / "metrics.json").write_text(json.dumps(control_metrics(0.6, 0.6)))
