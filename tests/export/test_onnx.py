@@ -494,3 +494,26 @@ def test_a_shipped_graph_without_a_record_to_check_it_is_one_line_never_a_rebuil
     err = capsys.readouterr().err
     assert re.fullmatch(f"error: .*{message}\n", err), err
     assert not (tmp_path / "runs" / "eval_export").exists()
+
+
+@needs_onnx
+def test_the_per_channel_pilot_ships_a_graph_that_evaluate_scores_as_shipped(shipped_export, tmp_path):
+    """benchmarks/int8_per_channel_pilot.py: a copy of the export whose ``model.int8.onnx`` is
+    quantized per channel (a new file, its digest recorded), which ``srnet evaluate`` checks and scores."""
+    import importlib.util
+
+    from conftest import REPO
+    from srnet.io import file_sha256
+
+    spec = importlib.util.spec_from_file_location("pilot", REPO / "benchmarks" / "int8_per_channel_pilot.py")
+    pilot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pilot)
+    export, copy = shipped_export["export"], tmp_path / "per_channel"
+    digest = pilot.requantize(export, copy)
+    assert digest == file_sha256(copy / "model.int8.onnx") != file_sha256(export / "model.int8.onnx")
+    setting = {"evaluation": {"runtime": "onnx-int8"}, "output_dir": str(tmp_path), "name": "pc"}
+    runtime = api.evaluate(str(copy), {**shipped_export["recipe"], **setting}).metrics.runtime
+    assert runtime["graph"] == {"source": "shipped", "file": str(copy / "model.int8.onnx"), "sha256": digest,
+                                "sha256_checked": True}
+    with pytest.raises(SystemExit, match="already exists"):
+        pilot.requantize(export, copy)
