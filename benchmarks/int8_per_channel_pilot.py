@@ -13,7 +13,6 @@ Run: ``python benchmarks/int8_per_channel_pilot.py EXPORT_DIR DST``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -22,19 +21,31 @@ from onnxruntime.quantization import QuantType, quantize_dynamic
 
 
 def requantize(export: Path, out: Path) -> str:
-    """Copy ``export`` to ``out`` with a per-channel ``model.int8.onnx``; return its SHA-256."""
+    """Copy ``export`` to ``out`` with a per-channel ``model.int8.onnx``; return its SHA-256.
+
+    The FP32 graph is checked against the export's recorded SHA-256 first; ``out`` is written
+    whole (a temporary folder renamed into place) and an existing one is refused."""
+    from srnet.io import atomic_folder, file_sha256
+
     if out.exists():
         raise SystemExit(f"{out}: already exists (choose a new folder)")
-    shutil.copytree(export, out)
-    target = out / "model.int8.onnx"
-    target.unlink(missing_ok=True)
-    quantize_dynamic(str(export / "model.onnx"), str(target), weight_type=QuantType.QInt8, per_channel=True)
-    digest = hashlib.sha256(target.read_bytes()).hexdigest()
-    record = json.loads((out / "srnet_export.json").read_text())
-    record["sha256"]["model.int8.onnx"] = digest
-    record["pilot"] = "model.int8.onnx re-quantized per channel: benchmarks/int8_per_channel_pilot.py"
-    (out / "srnet_export.json").write_text(json.dumps(record, indent=2))
-    return digest
+    record = json.loads((export / "srnet_export.json").read_text())
+    recorded = (record.get("sha256") or {}).get("model.onnx")
+    if recorded is None or file_sha256(export / "model.onnx") != recorded:
+        raise SystemExit(f"{export / 'model.onnx'}: missing, or not the file its srnet_export.json records")
+
+    def write(folder: Path) -> None:
+        shutil.copytree(export, folder, dirs_exist_ok=True)
+        target = folder / "model.int8.onnx"
+        target.unlink(missing_ok=True)
+        quantize_dynamic(str(folder / "model.onnx"), str(target), weight_type=QuantType.QInt8,
+                         per_channel=True)
+        record["sha256"]["model.int8.onnx"] = file_sha256(target)
+        record["pilot"] = "model.int8.onnx re-quantized per channel: benchmarks/int8_per_channel_pilot.py"
+        (folder / "srnet_export.json").write_text(json.dumps(record, indent=2))
+
+    atomic_folder(out, write)
+    return record["sha256"]["model.int8.onnx"]
 
 
 def main() -> None:
