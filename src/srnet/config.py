@@ -230,11 +230,12 @@ class EvaluationConfig(_Strict):
         "deciding (p(entailment) >= 0.5), 'argmax' maps the model's 3-way argmax; metrics.json "
         "holds both",
     )
-    runtime: Literal["torch", "onnx", "onnx-int8"] = Field(
+    runtime: Literal["torch", "onnx", "onnx-int8", "onnx-int8-per-channel"] = Field(
         "torch",
         description="what evaluates the final model: PyTorch, its ONNX graph under ONNX Runtime "
-        "(checked against PyTorch's logits), or that graph with dynamic INT8 quantization "
-        "(compared with the FP32 graph); metrics.json records it under 'runtime'. Needs srnet[onnx]",
+        "(checked against PyTorch's logits), or that graph with dynamic INT8 quantization, one weight "
+        "scale per tensor or per output channel (compared with the FP32 graph); metrics.json records "
+        "it under 'runtime'. Needs srnet[onnx]",
     )
 
 

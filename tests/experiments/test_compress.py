@@ -144,6 +144,42 @@ def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
     assert sizing["level"] == first
 
 
+@pytest.mark.parametrize("runtime", ["torch", "onnx", "onnx-int8", "onnx-int8-per-channel"])
+def test_the_runtime_reaches_the_export_the_shipped_scoring_and_the_bench(finetuned, tmp_path, runtime):
+    """``--runtime`` sets the graphs the export writes, the runtime its file is scored under and the
+    graphs the bench times: the INT8 mode (per tensor or per channel) is the same in all three."""
+    from srnet.experiments.verbs.compress_pipeline import compress_sweep, resolve_source
+    from srnet.export.runtimes import RUNTIMES
+
+    assert runtime in RUNTIMES
+    quantize = {"onnx-int8": "int8", "onnx-int8-per-channel": "int8-per-channel"}.get(runtime)
+    stages = compress_sweep(resolve_source(str(finetuned), data_recipe(), None), 0.5,
+                            CompressConfig(sparsity=0.5, runtime=runtime), tmp_path)["stages"]
+    assert stages["export"]["with"]["quantize"] == stages["bench"]["with"]["quantize"] == quantize
+    assert stages["export"]["with"]["onnx"] == stages["bench"]["with"]["onnx"] == (runtime != "torch")
+    assert stages["shipped"]["set"]["evaluation.runtime"] == runtime
+
+
+def test_the_speed_gate_reads_the_rows_of_its_own_int8_mode(tmp_path):
+    """A bench that timed both INT8 modes: the per-channel compression's speed-up (and the dense
+    INT8 figure beside it) come from the per-channel rows, never the per-tensor ones."""
+    from srnet.experiments.verbs.compress_gates import bench_figures
+
+    def row(model, runtime, ms):
+        return {"model": model, "runtime": runtime, "latency_ms": ms, "speedup": 100 / ms, "batch": 1,
+                "length": 8}
+
+    rows = [row("dense", "torch", 100), row("dense", "onnxruntime-int8", 50),
+            row("dense", "onnxruntime-int8-per-channel", 40), row("small", "torch", 60),
+            row("small", "onnxruntime-int8", 30), row("small", "onnxruntime-int8-per-channel", 25)]
+    (tmp_path / "bench.json").write_text(json.dumps({"rows": rows, "threads": 1, "rounds": 1,
+                                                     "environment": {"cpu": "x"}}))
+    for runtime, speedup, dense in (("onnx-int8", 100 / 30, 2.0), ("onnx-int8-per-channel", 4.0, 2.5)):
+        figures = bench_figures(tmp_path / "bench.json", runtime)
+        assert (figures["speedup"], figures["dense_int8_speedup"]) == (speedup, dense)
+    assert bench_figures(tmp_path / "bench.json", "torch")["dense_int8_speedup"] is None
+
+
 def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_path):
     """``--recovery-epochs`` reaches the student's training (over the recipe's max_steps, which would
     otherwise silently win) and the dry run's estimate counts its steps; no other stage changes."""
@@ -243,7 +279,8 @@ def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--speedup", "2", "--sparsity", "0.5"], "give exactly one target"),
-    (["--sparsity", "0.5", "--runtime", "tensorrt"], "--runtime tensorrt: not one of torch, onnx, onnx-int8"),
+    (["--sparsity", "0.5", "--runtime", "tensorrt"],
+     "--runtime tensorrt: not one of torch, onnx, onnx-int8, onnx-int8-per-channel"),
     (["--speedup", "80"], "--speedup 80: not reachable on this machine"),
     (["--sparsity", "0.5", "--bias", "no_such_feature"], "--bias no_such_feature: neither a bias feature"),
 ])

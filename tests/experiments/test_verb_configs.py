@@ -116,3 +116,20 @@ def test_one_plugin_name_as_a_string_is_one_module(tmp_path):
     module = tmp_path / "one_plugin_module.py"
     module.write_text("LOADED = True\n")
     load_plugins(str(module))  # not 'o', 'n', 'e', ...
+
+
+def test_every_verb_offers_the_runtimes_of_one_table():
+    """``evaluation.runtime`` (a recipe's literal), ``compress --runtime`` and the quantize modes of
+    ``export``/``bench`` are the runtime table's entries, so none can drift from the others."""
+    from typing import get_args
+
+    from srnet.config import EvaluationConfig
+    from srnet.export.onnx import check_quantize
+    from srnet.export.runtimes import QUANTIZE_MODES, RUNTIME_QUANTIZE, RUNTIMES
+
+    assert get_args(EvaluationConfig.model_fields["runtime"].annotation) == RUNTIMES
+    assert {q for q in RUNTIME_QUANTIZE.values() if q} == set(QUANTIZE_MODES)
+    for mode in QUANTIZE_MODES:
+        check_quantize(mode, onnx=True)
+    with pytest.raises(SrnetError, match="--runtime onnx-int4: not one of"):
+        api.compress("m", out="o", sparsity=0.5, runtime="onnx-int4")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import re
 import sys
 from importlib.util import find_spec
@@ -175,32 +176,49 @@ def test_bench_times_onnx_runtime_beside_pytorch(tiny_dirs, tmp_path, capsys):
     assert printed.splitlines()[4].split()[:2] == [str(tiny_dirs["bert"]), "onnxruntime"]
 
 
+def weight_scales(graph) -> list[int]:
+    """The number of elements of each weight-scale initializer of a quantized ONNX graph."""
+    import onnx
+
+    initializers = onnx.load(str(graph)).graph.initializer
+    return [int(np.prod(t.dims)) for t in initializers if t.name.endswith("_scale")]
+
+
 @needs_onnx
-@pytest.mark.parametrize("shrink", [False, True])
-def test_int8_export_beside_the_fp32_graph_compared_and_on_the_card(tiny_dirs, tmp_path, capsys, shrink):
-    """``--onnx --quantize int8`` adds ``model.int8.onnx`` (ONNX Runtime's dynamic INT8), compared with
-    the FP32 graph on a probe batch; the comparison is recorded and stated on the model card, and
-    the INT8 graph runs with the same inputs."""
+@pytest.mark.parametrize(("shrink", "quantize", "scale"), [
+    (False, "int8", "per tensor"), (True, "int8", "per tensor"),
+    (True, "int8-per-channel", "per output channel")])
+def test_int8_export_beside_the_fp32_graph_compared_and_on_the_card(
+        tiny_dirs, tmp_path, capsys, shrink, quantize, scale):
+    """``--onnx --quantize int8`` adds ``model.int8.onnx`` (ONNX Runtime's dynamic INT8, one weight
+    scale per tensor; ``int8-per-channel``: one per output channel), compared with the FP32 graph on
+    a probe batch; the mode and the comparison are recorded and stated on the model card, and the
+    INT8 graph runs with the same inputs."""
     model = load(tiny_dirs["bert"])
     mask_file(model, tmp_path / "m.safetensors", granularity="head+neuron" if shrink else "unstructured")
     args = ["--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
-            "--out", str(tmp_path / "out"), "--onnx", "--quantize", "int8", *(["--shrink"] if shrink else [])]
+            "--out", str(tmp_path / "out"), "--onnx", "--quantize", quantize,
+            *(["--shrink"] if shrink else [])]
     assert main(["export", *args]) == 0
     assert "with model.onnx and model.int8.onnx" in capsys.readouterr().out
     info = json.loads((tmp_path / "out" / EXPORT_INFO_FILENAME).read_text())["onnx"]["int8"]
     assert info["file"] == "model.int8.onnx" and info["vs_fp32"]["probe"] == [64, 32]
+    assert info["quantize"] == quantize and info["mode"] == f"dynamic (QInt8 weights, one scale {scale})"
     assert 0.9 <= info["vs_fp32"]["agreement"] <= 1.0 and 0 < info["vs_fp32"]["max_abs_diff"] < 0.1
     fp32, int8 = tmp_path / "out" / "model.onnx", tmp_path / "out" / "model.int8.onnx"
     assert int8.stat().st_size < fp32.stat().st_size / 2  # int8 weights
+    scales = weight_scales(int8)
+    assert scales and (max(scales) > 1) == (quantize == "int8-per-channel"), scales
     inputs = batch(model, 4, 9)
     assert np.abs(ort_logits(int8, inputs) - ort_logits(fp32, inputs)).max() < 0.1
     card = (tmp_path / "out" / "README.md").read_text()
-    assert "`model.int8.onnx`: ONNX Runtime dynamic INT8" in card and "argmax agreement" in card
+    assert f"`model.int8.onnx`: ONNX Runtime dynamic INT8, one weight scale {scale};" in card
+    assert "argmax agreement" in card
 
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--quantize", "int8"], "--quantize int8 quantizes the ONNX graph: add --onnx"),
-    (["--onnx", "--quantize", "int4"], "--quantize must be one of ['int8'], got 'int4'"),
+    (["--onnx", "--quantize", "int4"], "--quantize must be one of ['int8', 'int8-per-channel'], got 'int4'"),
 ])
 @pytest.mark.parametrize("command", ["export", "bench"])
 def test_a_quantization_that_cannot_be_made_is_one_line_before_any_model_loads(
@@ -245,15 +263,18 @@ def test_a_run_evaluates_its_final_model_under_onnx_runtime_fp32_and_int8(tiny_d
     base = tiny_recipe(tmp_path, tiny_dirs["bert"], "x", data={"train": None},
                        pruning={"method": "omp", "sparsity": 0.5})
     scores = {}
-    for runtime in ("torch", "onnx", "onnx-int8"):
+    for runtime in ("torch", "onnx", "onnx-int8", "onnx-int8-per-channel"):
         recipe = {**base, "name": runtime, "evaluation": {"runtime": runtime}}
         scores[runtime] = api.run(recipe).metrics
     assert scores["torch"].runtime is None
     assert scores["onnx"].runtime["check"]["max_abs_diff"] <= 1e-4
     int8 = scores["onnx-int8"].runtime["int8"]["vs_fp32"]
     assert int8["probe"] == [64, 32] and 0.9 <= int8["agreement"] <= 1.0
+    assert [scores[r].runtime["int8"]["quantize"] for r in ("onnx-int8", "onnx-int8-per-channel")] == [
+        "int8", "int8-per-channel"]
     accuracy = {r: scores[r].id["synthetic_dev"]["accuracy"] for r in scores}
-    assert accuracy["onnx"] == accuracy["torch"] and abs(accuracy["onnx-int8"] - accuracy["torch"]) < 0.1
+    assert accuracy["onnx"] == accuracy["torch"]
+    assert all(abs(accuracy[r] - accuracy["torch"]) < 0.1 for r in ("onnx-int8", "onnx-int8-per-channel"))
     fingerprints = {r: recipe_from_dict({**base, "evaluation": {"runtime": r}}).fingerprint()
                     for r in ("torch", "onnx")}
     assert recipe_from_dict(base).fingerprint() == fingerprints["torch"] != fingerprints["onnx"]
@@ -497,23 +518,44 @@ def test_a_shipped_graph_without_a_record_to_check_it_is_one_line_never_a_rebuil
 
 
 @needs_onnx
-def test_the_per_channel_pilot_ships_a_graph_that_evaluate_scores_as_shipped(shipped_export, tmp_path):
-    """benchmarks/int8_per_channel_pilot.py: a copy of the export whose ``model.int8.onnx`` is
-    quantized per channel (a new file, its digest recorded), which ``srnet evaluate`` checks and scores."""
-    import importlib.util
-
-    from conftest import REPO
+def test_an_export_scored_per_channel_quantizes_its_shipped_fp32_graph_with_one_warning(
+        shipped_export, tmp_path, caplog):
+    """``onnx-int8-per-channel`` on an export that ships a per-tensor ``model.int8.onnx``: the
+    shipped file is not what was asked for, so the checked ``model.onnx`` is quantized per channel
+    in memory (one warning naming the file, recorded as built in memory) -- the graph a per-channel
+    re-export ships, scored the same; ``bench`` times that graph under its own row name."""
+    from srnet.export import load_model
+    from srnet.export.onnx import runtime_graphs, runtime_model
     from srnet.io import file_sha256
 
-    spec = importlib.util.spec_from_file_location("pilot", REPO / "benchmarks" / "int8_per_channel_pilot.py")
-    pilot = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(pilot)
-    export, copy = shipped_export["export"], tmp_path / "per_channel"
-    digest = pilot.requantize(export, copy)
-    assert digest == file_sha256(copy / "model.int8.onnx") != file_sha256(export / "model.int8.onnx")
-    setting = {"evaluation": {"runtime": "onnx-int8"}, "output_dir": str(tmp_path), "name": "pc"}
-    runtime = api.evaluate(str(copy), {**shipped_export["recipe"], **setting}).metrics.runtime
-    assert runtime["graph"] == {"source": "shipped", "file": str(copy / "model.int8.onnx"), "sha256": digest,
-                                "sha256_checked": True}
-    with pytest.raises(SystemExit, match="already exists"):
-        pilot.requantize(export, copy)
+    export, recipe = shipped_export["export"], shipped_export["recipe"]
+    setting = {"evaluation": {"runtime": "onnx-int8-per-channel"}, "output_dir": str(tmp_path), "name": "pc"}
+    with caplog.at_level(logging.WARNING, logger="srnet.export.onnx"):
+        runtime = api.evaluate(str(export), {**recipe, **setting}).metrics.runtime
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{export / 'model.int8.onnx'}: quantized as 'int8', not the 'int8-per-channel' asked for; "
+        "quantizing the shipped model.onnx in memory instead (re-export with --quantize int8-per-channel "
+        "to ship that graph)"]
+    assert runtime["runtime"] == "onnx-int8-per-channel"
+    assert runtime["graph"]["source"].startswith("built in memory")
+    assert runtime["int8"]["quantize"] == "int8-per-channel"
+    assert runtime["int8"]["fp32_graph"]["sha256"] == file_sha256(export / "model.onnx")
+
+    resaved = tmp_path / "resaved"
+    assert main(["export", "--masks", str(shipped_export["run"] / "masks.safetensors"), "--out", str(resaved),
+                 "--onnx", "--quantize", "int8-per-channel"]) == 0
+    model = load_model(export)
+    inputs = batch(model, 4, 9)
+    per_channel = "onnx-int8-per-channel"
+    in_memory, _ = runtime_model(model, per_channel, runtime_graphs(export, per_channel))
+    shipped, record = runtime_model(model, per_channel, runtime_graphs(resaved, per_channel))
+    assert record["graph"]["file"] == str(resaved / "model.int8.onnx") and record["graph"]["sha256_checked"]
+    np.testing.assert_allclose(shipped(**inputs).logits.numpy(), in_memory(**inputs).logits.numpy(),
+                               rtol=0, atol=1e-6)
+    per_tensor, _ = runtime_model(model, "onnx-int8", runtime_graphs(export, "onnx-int8"))
+    assert not np.allclose(per_tensor(**inputs).logits.numpy(), in_memory(**inputs).logits.numpy(),
+                           rtol=0, atol=1e-6)
+
+    rows = api.bench([str(resaved)], batch_sizes=[1], lengths=[8], rounds=1, warmup=0, onnx=True,
+                     quantize="int8-per-channel")["rows"]
+    assert [r["runtime"] for r in rows] == ["torch", "onnxruntime", "onnxruntime-int8-per-channel"]

@@ -2,6 +2,8 @@
 
 Modules, each importing only those above it in this list::
 
+    runtimes.py         the runtimes (torch, onnx, onnx-int8, onnx-int8-per-channel) and the INT8
+                        mode each scores with; bench row names (no torch)
     bake.py             bake_masks: masks multiplied into a copy's weights; the export format's
                         constants (srnet_export.json)
     shrink.py           shrink_model: pruned heads and neurons removed from the weights (the

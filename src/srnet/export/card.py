@@ -108,7 +108,9 @@ def _onnx(onnx: Mapping[str, Any] | None) -> list[str]:
     int8 = onnx.get("int8")
     if int8:
         vs = int8["vs_fp32"]
-        lines.append(f"- `{int8['file']}`: ONNX Runtime dynamic INT8; against the FP32 graph on a "
+        scale = "per output channel" if int8.get("quantize") == "int8-per-channel" else "per tensor"
+        lines.append(f"- `{int8['file']}`: ONNX Runtime dynamic INT8, one weight scale {scale}; against "
+                     f"the FP32 graph on a "
                      f"{vs['probe'][0]} x {vs['probe'][1]} batch of random tokens: largest logit "
                      f"difference {vs['max_abs_diff']:.2g}, argmax agreement {vs['agreement']:.1%}")
     return lines

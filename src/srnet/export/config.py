@@ -31,8 +31,9 @@ class ExportConfig(VerbConfig):
     onnx: bool = Field(False, description="also write model.onnx (dynamic batch and length), checked "
                        "against PyTorch's logits with ONNX Runtime; needs pip install 'srnet[onnx]'")
     quantize: str | None = Field(None, json_schema_extra={"metavar": "MODE"},
-                                 description="with --onnx: also write model.int8.onnx (int8: ONNX "
-                                 "Runtime's dynamic INT8), compared with the FP32 graph in "
+                                 description="with --onnx: also write model.int8.onnx, ONNX Runtime's "
+                                 "dynamic INT8 with one weight scale per tensor (int8) or per output "
+                                 "channel (int8-per-channel), compared with the FP32 graph in "
                                  "srnet_export.json and the model card")
 
     added_later: ClassVar[dict[str, Any]] = {"quantize": None}

@@ -41,15 +41,13 @@ from torch import nn
 
 from srnet.errors import SrnetError
 from srnet.export.bake import DIGESTS_KEY, EXPORT_INFO_FILENAME, WEIGHTS_FILENAME
+from srnet.export.runtimes import QUANTIZE_MODES, runtime_quantize
 from srnet.io import first_line
 
 log = logging.getLogger(__name__)
 
 ONNX_FILENAME = "model.onnx"
 INT8_FILENAME = "model.int8.onnx"
-QUANTIZE_MODES = ("int8",)
-"""``int8``: ONNX Runtime's dynamic quantization (int8 weights of the MatMul/Gemm layers,
-activations quantized per batch at run time)."""
 QUANT_PROBE_SHAPE = (64, 32)  # batch, length of the INT8-vs-FP32 comparison
 OPSET = 17
 ATOL = 1e-4
@@ -195,11 +193,12 @@ def check_quantize(quantize: str | None, onnx: bool) -> None:
     if quantize not in QUANTIZE_MODES:
         raise SrnetError(f"--quantize must be one of {list(QUANTIZE_MODES)}, got '{quantize}'")
     if not onnx:
-        raise SrnetError("--quantize int8 quantizes the ONNX graph: add --onnx")
+        raise SrnetError(f"--quantize {quantize} quantizes the ONNX graph: add --onnx")
 
 
 def quantize_onnx(graph: bytes, mode: str = "int8") -> bytes:
-    """``graph`` with ONNX Runtime's dynamic INT8 quantization (``mode``: :data:`QUANTIZE_MODES`)."""
+    """``graph`` with ONNX Runtime's dynamic INT8 quantization (``mode``: :data:`QUANTIZE_MODES`:
+    one weight scale per tensor, or per output channel)."""
     import logging
     import tempfile
 
@@ -213,7 +212,8 @@ def quantize_onnx(graph: bytes, mode: str = "int8") -> bytes:
         quiet = logging.getLogger().level
         logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process, on the root logger
         try:
-            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
+            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
+                             per_channel=mode == "int8-per-channel")
         finally:
             logging.getLogger().setLevel(quiet)
         return target.read_bytes()
@@ -251,7 +251,9 @@ class GraphFile:
 
 def shipped_graphs(model: str | Path | None, quantize: str | None = None) -> dict[str, GraphFile]:
     """The graphs the srnet export folder ``model`` ships (``model.onnx`` and, with ``quantize``,
-    ``model.int8.onnx``), by file name, each read once and checked against the SHA-256 that its
+    ``model.int8.onnx`` when it was quantized that way: else the caller quantizes the shipped
+    ``model.onnx`` in memory, after one warning), by file name, each read once and checked against
+    the SHA-256 that its
     ``srnet_export.json`` records: a listed file that is missing or differs is one
     :class:`SrnetError` line naming it; an export written before srnet recorded digests is read
     unchecked, with one warning.  Empty when ``model`` is not an export (a hub id, ``default``, a
@@ -273,7 +275,8 @@ def shipped_graphs(model: str | Path | None, quantize: str | None = None) -> dic
         raise SrnetError(f"{folder / EXPORT_INFO_FILENAME}: 'onnx' must be an object or null, got "
                          f"{onnx!r}; re-export the model")
     listed = [ONNX_FILENAME] if onnx else []
-    if listed and quantize is not None and onnx.get("int8"):
+    int8 = onnx.get("int8") if listed and quantize is not None else None
+    if int8 and _int8_mode_matches(folder, int8, quantize):
         listed.append(INT8_FILENAME)
     unlisted = [name for name in graphs if name not in listed and not (name == INT8_FILENAME and onnx
                                                                        and onnx.get("int8"))]
@@ -281,6 +284,19 @@ def shipped_graphs(model: str | Path | None, quantize: str | None = None) -> dic
         raise SrnetError(f"{folder / unlisted[0]}: not listed in {EXPORT_INFO_FILENAME}, so it cannot be "
                          "checked; re-export the model")
     return {name: _read_shipped(folder, name, info) for name in listed}
+
+
+def _int8_mode_matches(folder: Path, int8: Any, quantize: str) -> bool:
+    """Whether the shipped INT8 graph was quantized as ``quantize`` asks (an export older than the
+    per-channel mode records no mode: it is ``int8``, one scale per tensor).  When it was not, one
+    warning: the checked ``model.onnx`` is quantized in memory instead, and recorded as such."""
+    shipped = int8.get("quantize", "int8") if isinstance(int8, dict) else None
+    if shipped == quantize:
+        return True
+    log.warning("%s: quantized as %r, not the %r asked for; quantizing the shipped %s in memory instead "
+                "(re-export with --quantize %s to ship that graph)", folder / INT8_FILENAME, shipped,
+                quantize, ONNX_FILENAME, quantize)
+    return False
 
 
 def _export_info(folder: Path) -> dict[str, Any]:
@@ -361,11 +377,13 @@ class CheckedGraph:
     """What srnet records of the check: probe shape, largest logit difference, tolerance."""
     int8: GraphFile | None = None
     int8_session: Any = None
+    quantize: str | None = None
+    """The INT8 graph's :data:`QUANTIZE_MODES` entry."""
 
     def int8_record(self, model: nn.Module) -> dict[str, Any]:
         """What srnet records of the INT8 graph: its mode and its logits against the FP32 graph's."""
-        return {"mode": "dynamic (QInt8 weights)", "vs_fp32": compare_sessions(model, self.session,
-                                                                               self.int8_session)}
+        return {"quantize": self.quantize, "mode": QUANTIZE_MODES[self.quantize],
+                "vs_fp32": compare_sessions(model, self.session, self.int8_session)}
 
 
 def checked_graph(model: nn.Module, quantize: str | None = None, threads: int | None = None,
@@ -383,6 +401,7 @@ def checked_graph(model: nn.Module, quantize: str | None = None, threads: int | 
     if quantize is not None:
         checked.int8 = shipped.get(INT8_FILENAME) or GraphFile(quantize_onnx(fp32.data, quantize))
         checked.int8_session = graph_session(checked.int8, threads)
+        checked.quantize = quantize
     return checked
 
 
@@ -423,11 +442,6 @@ class OnnxClassifier(nn.Module):
         return SequenceClassifierOutput(logits=torch.from_numpy(logits))
 
 
-def runtime_quantize(runtime: str) -> str | None:
-    """The quantization ``evaluation.runtime`` scores with: ``int8`` for ``onnx-int8``, else None."""
-    return "int8" if runtime == "onnx-int8" else None
-
-
 def runtime_graphs(model: str | Path, runtime: str) -> dict[str, GraphFile]:
     """The graphs ``evaluation.runtime`` scores that the export ``model`` ships (checked:
     :func:`shipped_graphs`); none for ``torch``, or a model that is not such an export."""
@@ -437,9 +451,10 @@ def runtime_graphs(model: str | Path, runtime: str) -> dict[str, GraphFile]:
 def runtime_model(model: nn.Module, runtime: str,
                   shipped: Mapping[str, GraphFile] | None = None) -> tuple[nn.Module, dict[str, Any] | None]:
     """``model`` as ``evaluation.runtime`` runs it (``torch``; ``onnx``: its ONNX graph under ONNX
-    Runtime; ``onnx-int8``: that graph with dynamic INT8), and what metrics.json records of it: the
-    ONNX graph's check against PyTorch, the ``graph`` that scored (a ``shipped`` file and its
-    SHA-256, or built in memory) and, for ``onnx-int8``, the INT8 graph against the FP32 one."""
+    Runtime; ``onnx-int8``, ``onnx-int8-per-channel``: that graph with dynamic INT8), and what
+    metrics.json records of it: the ONNX graph's check against PyTorch, the ``graph`` that scored
+    (a ``shipped`` file and its SHA-256, or built in memory) and, for the INT8 runtimes, the INT8
+    graph against the FP32 one."""
     if runtime == "torch":
         return model, None
     ort = require_onnx()

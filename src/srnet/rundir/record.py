@@ -141,7 +141,8 @@ class RunMetrics(_Open):
 
     @property
     def evaluated_by(self) -> str:
-        """The runtime that scored the model: ``torch``, ``onnx`` or ``onnx-int8`` (``runtime``)."""
+        """The runtime that scored the model (``runtime``): ``torch``, ``onnx``, ``onnx-int8`` or
+        ``onnx-int8-per-channel``."""
         return str((self.runtime or {}).get("runtime") or "torch")
 
     @property

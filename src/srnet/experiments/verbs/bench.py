@@ -31,7 +31,7 @@ class BenchConfig(VerbConfig):
                        "graph optimisations on), interleaved; needs pip install 'srnet[onnx]'")
     quantize: str | None = Field(None, json_schema_extra={"metavar": "MODE"},
                                  description="with --onnx: also time each model's dynamic INT8 ONNX "
-                                 "graph (int8)")
+                                 "graph (int8: one weight scale per tensor; int8-per-channel)")
 
     added_later: ClassVar[dict[str, Any]] = {"quantize": None, "omp": []}
     _quantize = model_validator(mode="after")(quantize_checked)

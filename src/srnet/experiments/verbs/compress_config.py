@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from srnet.export.runtimes import RUNTIMES
 from srnet.settings import VerbConfig
 
-RUNTIMES = ("torch", "onnx", "onnx-int8")
 GATE_FAILED_EXIT = 3
 """Exit status of ``srnet compress`` when the artifact misses a gate (bad input: 2)."""
 RECIPE_NAME = "sparse_fast s50_omp (W6): OMP-gradient heads+neurons, distilled PoE recovery"
@@ -45,7 +45,7 @@ class CompressConfig(VerbConfig):
     runtime: str = Field(
         "torch",
         description="runtime of the shipped model, timed against dense "
-        "PyTorch FP32: torch, onnx or onnx-int8",
+        f"PyTorch FP32: {', '.join(RUNTIMES)}",
     )
     batch: int = Field(32, ge=1, description="batch size of the timing")
     length: int = Field(128, ge=2, description="sequence length (tokens) of the timing")

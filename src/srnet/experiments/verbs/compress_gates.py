@@ -16,6 +16,7 @@ from srnet.experiments.verbs.compress_config import (
     Source,
     copy_model,
 )
+from srnet.export.runtimes import bench_runtime, runtime_quantize
 
 
 def model_figures(run: str | Path) -> dict[str, Any]:
@@ -49,13 +50,13 @@ def model_figures(run: str | Path) -> dict[str, Any]:
 def bench_figures(bench_file: str | Path, runtime: str) -> dict[str, Any]:
     """Dense PyTorch FP32 latency and the export's under ``runtime``, and their ratio."""
     bench = json.loads(Path(bench_file).read_text(encoding="utf-8"))
-    wanted = {"torch": "torch", "onnx": "onnxruntime", "onnx-int8": "onnxruntime-int8"}[runtime]
+    wanted = bench_runtime(runtime)
     rows = bench["rows"]
     dense = next(r for r in rows if r["runtime"] == "torch")
     export = next(r for r in rows[1:] if r["model"] != dense["model"] and r["runtime"] == wanted)
     int8_dense = next(
-        (r for r in rows if r["model"] == dense["model"] and r["runtime"] == "onnxruntime-int8"), None
-    )
+        (r for r in rows if r["model"] == dense["model"] and r["runtime"] == wanted), None
+    ) if runtime_quantize(runtime) is not None else None
     env = bench["environment"]
     return {
         "dense_ms": dense["latency_ms"],
@@ -110,7 +111,7 @@ def gates(
     for name, scores in reference["challenge"].items():
         ours = shipped["challenge"].get(name, {}).get("accuracy")
         gate(f"challenge {name}", ours, _minus(scores["accuracy"], robust_drop), f"{name} accuracy")
-    if config.runtime == "onnx-int8":
+    if runtime_quantize(config.runtime) is not None:
         gate(
             "int8",
             shipped["id"],
@@ -240,7 +241,7 @@ def compress_card(record: dict[str, Any]) -> str:
     from srnet.training.precision import cpu_has_native_bf16
 
     figures, speed, config = record["figures"], record["speed"], record["config"]
-    int8 = config["runtime"] == "onnx-int8"
+    int8 = runtime_quantize(config["runtime"]) is not None
     rows = [("original (dense)", figures["dense"], speed["dense_ms"])]
     if "teacher" in figures:
         rows.append(("dense PoE (reference)", figures["teacher"], None))

@@ -48,6 +48,7 @@ from srnet.experiments.verbs.compress_config import (
     CompressResult,
     Source,
 )
+from srnet.export.runtimes import bench_runtime, runtime_quantize
 
 
 def resolve_source(model: str, recipe: Any, overrides: list[str] | None) -> Source:
@@ -154,7 +155,7 @@ def size_to_machine(
         warmup=1,
         threads=config.threads,
         onnx=config.runtime != "torch",
-        quantize="int8" if config.runtime == "onnx-int8" else None,
+        quantize=runtime_quantize(config.runtime),
     )
     progress(
         f"sizing: timing the dense model and {len(config.levels)} shrunk levels "
@@ -167,7 +168,7 @@ def size_to_machine(
         result = run_bench([dense, *variants], bench_config)
     finally:
         torch.set_num_threads(before)
-    wanted = {"torch": "torch", "onnx": "onnxruntime", "onnx-int8": "onnxruntime-int8"}[config.runtime]
+    wanted = bench_runtime(config.runtime)
     curve = [
         {"level": level, "speedup": row["speedup"], "latency_ms": row["latency_ms"]}
         for level, variant in zip(config.levels, variants, strict=True)
@@ -255,7 +256,7 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
         },
     }
     onnx = config.runtime != "torch"
-    quantize = "int8" if config.runtime == "onnx-int8" else None
+    quantize = runtime_quantize(config.runtime)
     stages["export"] = {
         "kind": "export",
         "with": {"run": "@student", "shrink": True, "onnx": onnx, "quantize": quantize},

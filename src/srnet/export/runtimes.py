@@ -1,0 +1,36 @@
+"""The runtimes a model is scored and timed under and the INT8 quantization each one uses: one
+table that evaluation (``evaluation.runtime``), export (``--quantize``), bench (row names) and
+``srnet compress`` (``--runtime``) all read.  Imports no torch."""
+
+from __future__ import annotations
+
+QUANTIZE_MODES: dict[str, str] = {
+    "int8": "dynamic (QInt8 weights, one scale per tensor)",
+    "int8-per-channel": "dynamic (QInt8 weights, one scale per output channel)",
+}
+"""ONNX Runtime's dynamic quantization (int8 weights of the MatMul/Gemm layers, activations
+quantized per batch at run time), by mode name: what ``srnet_export.json`` records as ``mode``."""
+
+RUNTIME_QUANTIZE: dict[str, str | None] = {
+    "torch": None,
+    "onnx": None,
+    "onnx-int8": "int8",
+    "onnx-int8-per-channel": "int8-per-channel",
+}
+"""Every runtime by name, and the :data:`QUANTIZE_MODES` entry it scores with (None: FP32)."""
+
+RUNTIMES = tuple(RUNTIME_QUANTIZE)
+
+
+def runtime_quantize(runtime: str) -> str | None:
+    """The quantization ``runtime`` scores with (``int8`` for ``onnx-int8``), or None for FP32."""
+    return RUNTIME_QUANTIZE[runtime]
+
+
+def bench_runtime(runtime: str) -> str:
+    """The ``runtime`` column of the bench rows that time ``runtime``: ``torch``, ``onnxruntime`` or
+    ``onnxruntime-<mode>``."""
+    if runtime == "torch":
+        return "torch"
+    quantize = runtime_quantize(runtime)
+    return "onnxruntime" if quantize is None else f"onnxruntime-{quantize}"
