@@ -3,7 +3,7 @@
 For each run directory (one with a ``metrics.json``) under SRC, copies ``metrics.json``,
 ``config.yaml``, ``environment.json`` and ``log.jsonl`` (and a bias stage's ``bias_metrics.json``,
 a compress stage's ``compress.json`` and ``sizing.json``, a bench stage's ``bench.json``, a sweep's
-``events.jsonl``, and the attack summaries ``attack/<name>.json``) to the same relative path under
+``events.jsonl``, a pilot's ``pilot.json``, and the attack summaries ``attack/<name>.json``) to the same relative path under
 DST, so a study run in parts loses nothing between sessions.
 Models, masks and predictions stay out.  Run:
 ``python benchmarks/collect_results.py runs/rmc_easy_hard_cpu results/rmc_easy_hard_cpu``.
@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 KEPT = ("metrics.json", "config.yaml", "environment.json", "log.jsonl", "bias_metrics.json", "stage.json",
-        "compress.json", "sizing.json", "bench.json", "events.jsonl")
+        "compress.json", "sizing.json", "bench.json", "events.jsonl", "pilot.json")
 MARKERS = ("metrics.json", "bias_metrics.json", "compress.json", "bench.json", "events.jsonl")
 """A folder holding one of these is a finished run or stage whose record is kept."""
 

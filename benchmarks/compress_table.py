@@ -15,6 +15,11 @@ scored as INT8, or the student's recipe with no cut) it also prints each control
 shipped model against it, paired by seed, judged by the controls study's rule
 (``controls_table.verdict``) once 3 seeds are in.
 
+With ``--rescored DIR`` (runs named ``<row>_s<seed>``: a seed's shipped FP32 graph scored under
+another runtime, no retraining) it prints each such row against the reference, the FP32 student
+and the model as shipped, paired by seed, with the targets above (``--page``: the block
+``<!-- compress_table S rescored -->``).
+
 Run: ``python benchmarks/compress_table.py results/compress_mnli_cpu`` (``--page P`` also replaces
 the page's ``<!-- compress_table -->`` block with what is printed; ``--stage S``: its
 ``<!-- compress_table S -->`` block).
@@ -40,6 +45,11 @@ CONTROLS = {
     "poe_kd_onnx-int8": "the same, as INT8: the compute-matched control",
 }
 """Control rows, by run-name prefix, in the order printed; other names are refused."""
+RESCORED = {
+    "pc": "per-channel INT8 (srnet's int8-per-channel mode)",
+    "emb": "per-channel INT8 of the MatMul weights, embeddings FP32 (pilot)",
+}
+"""Re-scored rows, by run-name prefix, in the order printed; other names are refused."""
 JUDGED = ("ID", "hard")
 TARGETS = {"ID": -0.5, "hard": 0.0}
 """Pre-registered: compressed - reference >= these, in points, and the speed-up >= the target."""
@@ -84,18 +94,39 @@ Controls = dict[str, dict[int, dict[str, float]]]
 """Control row -> seed -> its figures in points."""
 
 
-def load_controls(folder: Path) -> Controls:
-    """Control row -> seed -> its figures in points (ID, hard, easy, hans), from ``<row>_s<seed>``."""
+def load_controls(folder: Path, names: dict[str, str] = CONTROLS) -> Controls:
+    """Row -> seed -> its figures in points (ID, hard, easy, hans), from ``<row>_s<seed>`` (a row
+    of ``names``)."""
     rows: Controls = {}
     for metrics_file in sorted(folder.glob("*/metrics.json")):
         match = re.fullmatch(r"(.+)_s(\d+)", metrics_file.parent.name)
-        if match is None or match.group(1) not in CONTROLS:
-            raise SystemExit(f"{metrics_file.parent}: not a control run (<row>_s<seed>, row one of "
-                             f"{', '.join(CONTROLS)})")
+        if match is None or match.group(1) not in names:
+            raise SystemExit(f"{metrics_file.parent}: not a run of this table (<row>_s<seed>, row one of "
+                             f"{', '.join(names)})")
         v = run_values(json.loads(metrics_file.read_text()))
         figures = {"ID": v["MNLI-m"], "hard": v["hard"], "easy": v["easy"], "hans": v["HANS"]}
         rows.setdefault(match.group(1), {})[int(match.group(2))] = figures
-    return {name: rows[name] for name in CONTROLS if name in rows}
+    return {name: rows[name] for name in names if name in rows}
+
+
+def print_rescored(found: dict[int, tuple[dict, Path]], rescored: Controls) -> None:
+    """Each re-scored row minus the reference, the FP32 student and the shipped model, paired by
+    seed, with the pre-registered targets against the reference."""
+    models = {name: {seed: values(record["figures"][name]) for seed, (record, _) in found.items()}
+              for name in ("teacher", "student", "shipped")}
+    print("\n| re-scored | − | measure | per seed | mean ± std | target | met on every seed |")
+    print("|---|---|---|---|---|---|---|")
+    for name, by_seed in rescored.items():
+        seeds = sorted(set(by_seed) & set(found))
+        for against, label in (("teacher", "reference"), ("student", "FP32 student"),
+                               ("shipped", "shipped")):
+            for key in JUDGED:
+                diffs = [by_seed[s][key] - models[against][s][key] for s in seeds]
+                target = TARGETS[key] if against == "teacher" else None
+                met = "" if target is None else ("yes" if all(d >= target for d in diffs) else "no")
+                print(f"| {RESCORED[name]} ({', '.join(map(str, seeds))}) | {label} | {key} | "
+                      f"{', '.join(f'{d:+.2f}' for d in diffs)} | {mean_std(diffs, 2)} | "
+                      f"{'' if target is None else f'>= {target:+.1f}'} | {met} |")
 
 
 def print_controls(found: dict[int, tuple[dict, Path]], controls: Controls) -> None:
@@ -163,6 +194,8 @@ def main() -> None:
     parser.add_argument("--page", type=Path, help="a page whose compress_table block gets the output")
     parser.add_argument("--stage", default="fast", help="the sweep's compress stage (default: fast)")
     parser.add_argument("--controls", type=Path, help="control runs, <row>_s<seed>/metrics.json")
+    parser.add_argument("--rescored", type=Path, nargs="+", default=[],
+                        help="folders of re-scored runs, <row>_s<seed>/metrics.json (rows: pc, emb)")
     args = parser.parse_args()
     records = load(args.folder, args.stage)
     if not records:
@@ -172,9 +205,14 @@ def main() -> None:
         print_tables(records)
         if args.controls:
             print_controls(records, load_controls(args.controls))
+        if args.rescored:
+            rescored = {name: rows for folder in args.rescored
+                        for name, rows in load_controls(folder, RESCORED).items()}
+            print_rescored(records, {name: rescored[name] for name in RESCORED if name in rescored})
     print(printed.getvalue(), end="")
     if args.page:
         block = "compress_table" if args.stage == "fast" else f"compress_table {args.stage}"
+        block += " rescored" if args.rescored else ""
         paste_block(args.page, block, printed.getvalue().rstrip())
 
 

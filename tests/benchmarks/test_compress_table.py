@@ -76,8 +76,11 @@ def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkey
     assert "2.50x, 2.50x, 2.50x" in text and "2.20x" not in text
 
 
-@pytest.mark.parametrize("stage, controls", [("fast", None), ("fast_int8", "compress_int8_control")])
-def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(monkeypatch, stage, controls):
+@pytest.mark.parametrize("stage, controls, rescored", [
+    ("fast", None, []), ("fast_int8", "compress_int8_control", []),
+    ("fast_int8", None, ["compress_int8pc", "compress_int8emb"])])
+def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(
+        monkeypatch, stage, controls, rescored):
     import re
 
     results = REPO / "results" / "compress_mnli_cpu"
@@ -86,12 +89,15 @@ def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(mon
     argv = ["compress_table.py", str(results), "--stage", stage]
     if controls:
         argv += ["--controls", str(REPO / "results" / controls)]
+    if rescored:
+        argv += ["--rescored", *(str(REPO / "results" / folder) for folder in rescored)]
     monkeypatch.setattr(sys, "argv", argv)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         script("compress_table").main()
     page = (REPO / "docs" / "studies" / "compress_mnli_cpu.md").read_text()
     name = "compress_table" if stage == "fast" else f"compress_table {stage}"
+    name += " rescored" if rescored else ""
     block = re.search(rf"<!-- {name} -->\n```text\n(.*?)\n```\n<!-- /{name} -->", page, re.S)
     assert block is not None and block.group(1) == printed.getvalue().rstrip()
 
@@ -132,5 +138,25 @@ def test_a_run_that_is_not_a_named_control_is_refused(tmp_path, monkeypatch):
     (tmp_path / "controls" / "mystery" / "metrics.json").write_text(json.dumps(control_metrics(0.6, 0.6)))
     monkeypatch.setattr(sys, "argv", ["compress_table.py", str(tmp_path / "results"),
                                       "--controls", str(tmp_path / "controls")])
-    with pytest.raises(SystemExit, match="mystery: not a control run"):
+    with pytest.raises(SystemExit, match="mystery: not a run of this table"):
         script("compress_table").main()
+
+
+def test_rescored_runs_are_paired_with_the_reference_and_the_fp32_student(tmp_path, monkeypatch):
+    for seed, hard in ((1, 0.61), (2, 0.62), (3, 0.60)):
+        write_seed(tmp_path / "results", seed, hard, 2.5)  # reference hard 0.60, student = shipped
+    rescored = tmp_path / "rescored"
+    for seed, hard in ((1, 0.62), (2, 0.61), (3, 0.595)):
+        (rescored / f"pc_s{seed}").mkdir(parents=True)
+        (rescored / f"pc_s{seed}" / "metrics.json").write_text(json.dumps(control_metrics(0.66, hard)))
+    argv = ["compress_table.py", str(tmp_path / "results"), "--rescored", str(rescored)]
+    monkeypatch.setattr(sys, "argv", argv)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        script("compress_table").main()
+    lines = printed.getvalue().splitlines()
+    row = "per-channel INT8 (srnet's int8-per-channel mode) (1, 2, 3)"
+    assert f"| {row} | reference | hard | +2.00, +1.00, -0.50 | 0.83 ± 1.26 | >= +0.0 | no |" in lines
+    assert f"| {row} | FP32 student | hard | +1.00, -1.00, -0.50 | -0.17 ± 1.04 |  |  |" in lines
+    assert f"| {row} | shipped | hard | +1.00, -1.00, -0.50 | -0.17 ± 1.04 |  |  |" in lines
+    assert f"| {row} | reference | ID | +0.00, +0.00, +0.00 | 0.00 ± 0.00 | >= -0.5 | yes |" in lines
