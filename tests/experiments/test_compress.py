@@ -5,6 +5,7 @@ should, and every bad input is one line (exit 2) before any training."""
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,29 @@ def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finet
     assert record["passed"] == all(g["passed"] for g in record["gates"])
     assert record["exit_code"] == (0 if record["passed"] else GATE_FAILED_EXIT)
     assert record["peak_rss_mb"] > 0
+
+
+@pytest.mark.skipif(find_spec("onnxruntime") is None, reason="the srnet[onnx] extra is not installed")
+def test_a_per_channel_int8_compression_ships_scores_times_and_gates_that_graph(finetuned, tmp_path):
+    """``--runtime onnx-int8-per-channel`` end to end: the export ships a per-channel
+    ``model.int8.onnx`` (recorded), the shipped stage scores that file (SHA-256 checked), the speed
+    comes from its bench rows, the INT8 gate and the card's INT8 row are there."""
+    result = api.compress(str(finetuned), out=tmp_path / "c", sparsity=0.5, runtime="onnx-int8-per-channel",
+                          bias=BIAS, **FAST, recipe=data_recipe(), **QUIET)
+    model = tmp_path / "c" / "model"
+    exported = json.loads((model / "srnet_export.json").read_text())["onnx"]["int8"]
+    assert exported["quantize"] == "int8-per-channel"
+    (shipped,) = (tmp_path / "c" / "stages" / "shipped").glob("*/metrics.json")
+    graph = json.loads(shipped.read_text())["runtime"]["graph"]
+    assert graph["source"] == "shipped" and graph["sha256_checked"]
+    assert graph["sha256"] == file_sha256(model / "model.int8.onnx")
+    (bench,) = (tmp_path / "c" / "stages" / "bench").glob("*/bench.json")
+    rows = json.loads(bench.read_text())["rows"]
+    timed = [r for r in rows if r["runtime"] == "onnxruntime-int8-per-channel"]
+    assert len(timed) == 2 and result.record["speed"]["speedup"] == timed[1]["speedup"]
+    assert result.record["speed"]["dense_int8_speedup"] == timed[0]["speedup"]
+    assert "int8" in {g["gate"] for g in result.record["gates"]}
+    assert "compressed INT8 (as shipped)" in (model / "README.md").read_text()
 
 
 def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path):
