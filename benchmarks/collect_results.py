@@ -3,8 +3,8 @@
 For each run directory (one with a ``metrics.json``) under SRC, copies ``metrics.json``,
 ``config.yaml``, ``environment.json`` and ``log.jsonl`` (and a bias stage's ``bias_metrics.json``,
 a compress stage's ``compress.json`` and ``sizing.json``, a bench stage's ``bench.json``, a sweep's
-``events.jsonl``, a pilot's ``pilot.json``, and the attack summaries ``attack/<name>.json``) to the same relative path under
-DST, so a study run in parts loses nothing between sessions.
+``events.jsonl``, a pilot's ``pilot.json``, and the attack summaries ``attack/<name>.json``) to the
+same relative path under DST, so a study run in parts loses nothing between sessions.
 Models, masks and predictions stay out.  Run:
 ``python benchmarks/collect_results.py runs/rmc_easy_hard_cpu results/rmc_easy_hard_cpu``.
 """

@@ -11,10 +11,14 @@ For every difficulty stage of a sweep folder (a stage folder whose name starts w
   (``<run>/predictions/<split>.jsonl``, found through the stage records: difficulty -> predict
   stages -> runs) against the bias model's dev-matched split, as the RMC paper measures it.
 
+Several sweep folders may be given: a difficulty stage that names members of another sweep by path
+(its ``sweep.yaml`` record lists them) finds their runs through that sweep's stage records.
+
 It prints the agreement rate of the two splits (RMC paper section 4.1: 82.8% on MNLI; chance is
 about 50% for these split sizes). Run:
-``python benchmarks/rmc_agreement.py runs/rmc_repaired_cpu --bias runs/rmc_repaired_cpu/bias_hyp/<key>
---train ../shared/data/mnli/train.jsonl --dev ../shared/data/mnli/dev_matched.jsonl``.
+``python benchmarks/rmc_agreement.py runs/rmc_repaired_cpu [runs/rmc_repaired_cpu_s3r] --bias
+runs/rmc_repaired_cpu/bias_hyp/<key> --train ../shared/data/mnli/train.jsonl --dev
+../shared/data/mnli/dev_matched.jsonl``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from srnet.bias import compute_difficulty, load_bias_log_probs
 from srnet.bias.difficulty import load_difficulty, proxy_agreement
@@ -54,10 +59,21 @@ def stage_records(sweep: Path) -> dict[str, tuple[Path, dict]]:
             for record in [json.loads((folder / COMPLETE).read_text())]}
 
 
-def member_runs(record: dict, records: dict[str, tuple[Path, dict]]) -> list[Path]:
-    """The run folders whose predictions a difficulty stage took (through its predict stages)."""
+def sweep_record(folder: Path) -> dict:
+    """The ``sweep.yaml`` record of the sweep holding the stage ``folder`` (empty stages if none)."""
+    path = folder.parent.parent / "sweep.yaml"
+    return yaml.safe_load(path.read_text()) if path.is_file() else {"stages": {}, "base": {}}
+
+
+def member_runs(folder: Path, record: dict, records: dict[str, tuple[Path, dict]]) -> list[Path]:
+    """The run folders whose predictions the difficulty stage in ``folder`` took, through its predict
+    stages: those it depends on, and those its sweep's ``sweep.yaml`` names by path."""
+    spec = sweep_record(folder)["stages"].get(record["stage"], {})
+    named = spec.get("with", {}).get("runs", [])
+    by_path = [json.loads((Path(entry).parent / COMPLETE).read_text())["key"]
+               for entry in named if not entry.startswith("@")]
     runs = []
-    for dep in record["deps"]:
+    for dep in [*by_path, *record["deps"]]:
         _, predict = records[dep]
         runs.extend(records[key][0] for key in predict["deps"] if records[key][1]["kind"] == "train")
     return runs
@@ -65,7 +81,7 @@ def member_runs(record: dict, records: dict[str, tuple[Path, dict]]) -> list[Pat
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep", type=Path)
+    parser.add_argument("sweeps", type=Path, nargs="+", help="sweep folders")
     parser.add_argument("--bias", type=Path, required=True, help="the bias_fit stage folder")
     parser.add_argument("--train", type=Path, required=True, help="the training file (gold labels)")
     parser.add_argument("--dev", type=Path, help="the dev-matched file: also measure on it")
@@ -75,8 +91,9 @@ def main() -> None:
     dev = None
     if args.dev:
         dev = gold_and_bias_easy(args.dev, args.bias / f"{args.dev_split}.jsonl", args.dev_split)
-    records = stage_records(args.sweep)
-    rows = sorted(((record["stage"], record["grid"].get("seed"), folder, record)
+    records = {key: found for sweep in args.sweeps for key, found in stage_records(sweep).items()}
+    rows = sorted(((record["stage"], record["grid"].get("seed", sweep_record(folder)["base"].get("seed")),
+                    folder, record)
                    for folder, record in records.values() if record["stage"].startswith("difficulty")),
                   key=lambda row: (row[0], str(row[1])))
     for stage, seed, folder, record in rows:
@@ -88,7 +105,7 @@ def main() -> None:
                 f"({result['n_easy']} easy)")
         if dev is not None:
             ids, gold, easy = dev
-            runs = member_runs(record, records)
+            runs = member_runs(folder, record, records)
             members = [run / "predictions" / f"{args.dev_split}.jsonl" for run in runs]
             variance = compute_difficulty(members, ids, gold, ALPHA)
             on_dev = proxy_agreement(variance, easy)

@@ -76,3 +76,20 @@ def test_agreement_on_train_and_on_dev_through_the_stage_records(tmp_path):
         "difficulty_a seed 1: train agreement 1.000 over 6 (3 easy); dev agreement 1.000 over 6 (3 easy)",
         "difficulty_b seed 1: train agreement 0.000 over 6 (3 easy); dev agreement 1.000 over 6 (3 easy)",
     ]
+    # a second sweep's difficulty stage naming a member of the first by path (its sweep.yaml lists
+    # it), at the seed of its base: the dev variance is taken over both members' runs again
+    other = tmp_path / "other"
+    named = str(sweep / "teacher" / "p1" / "train.jsonl")
+    other.mkdir()
+    (other / "sweep.yaml").write_text(json.dumps({"base": {"seed": 3}, "stages": {
+        "difficulty_c": {"kind": "difficulty", "with": {"runs": [named, "@pred40"]}}}}))
+    folder = stage(other, "difficulty_c", "d3", "difficulty", ["p2"])
+    (folder / "stage.json").write_text(json.dumps({"stage": "difficulty_c", "kind": "difficulty", "key": "d3",
+                                                   "grid": {}, "deps": ["p2"]}))
+    write_difficulty(folder / "difficulty.jsonl", train_ids, np.array([0.2, 0.3, 0.1, 0.9, 0.8, 1.0]))
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "rmc_agreement.py"), str(sweep), str(other), "--bias",
+         str(bias), "--train", str(tmp_path / "train.jsonl"), "--dev", str(tmp_path / "dev.jsonl")],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[2] == ("difficulty_c seed 3: train agreement 1.000 over 6 (3 easy); dev agreement 1.000 "
+                      "over 6 (3 easy)")
