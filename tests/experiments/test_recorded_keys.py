@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import srnet.api  # noqa: F401  # registers every stage kind (compress), as the CLI and the API do
 from srnet.experiments.sweep.plan import load_sweep, plan_sweep
 
 REPO = Path(__file__).resolve().parents[2]
