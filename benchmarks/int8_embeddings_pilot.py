@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import tempfile
-from pathlib import Path
+
+from srnet.export.onnx import quantize_onnx  # bound before main() patches the module's name
 
 PILOT = {"quantized": "MatMul weights, one scale per output channel; embeddings (Gather) left FP32",
          "script": "benchmarks/int8_embeddings_pilot.py"}
@@ -24,15 +24,8 @@ PILOT = {"quantized": "MatMul weights, one scale per output channel; embeddings 
 
 def matmul_only(graph: bytes, mode: str = "int8-per-channel") -> bytes:
     """``graph`` with its ``MatMul`` weights quantized per output channel and nothing else."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     assert mode == "int8-per-channel", mode
-    with tempfile.TemporaryDirectory() as folder:
-        source, target = Path(folder) / "fp32.onnx", Path(folder) / "int8.onnx"
-        source.write_bytes(graph)
-        quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"])
-        return target.read_bytes()
+    return quantize_onnx(graph, mode, op_types=["MatMul"])
 
 
 def main() -> None:

@@ -177,10 +177,15 @@ def test_bench_times_onnx_runtime_beside_pytorch(tiny_dirs, tmp_path, capsys):
 
 
 def weight_scales(graph) -> list[int]:
-    """The number of elements of each weight-scale initializer of a quantized ONNX graph."""
+    """The number of elements of each weight-scale initializer of a quantized ONNX graph file."""
+    return weight_scales_of(graph.read_bytes())
+
+
+def weight_scales_of(data: bytes) -> list[int]:
+    """:func:`weight_scales` of a graph's bytes."""
     import onnx
 
-    initializers = onnx.load(str(graph)).graph.initializer
+    initializers = onnx.load_from_string(data).graph.initializer
     return [int(np.prod(t.dims)) for t in initializers if t.name.endswith("_scale")]
 
 
@@ -214,6 +219,34 @@ def test_int8_export_beside_the_fp32_graph_compared_and_on_the_card(
     card = (tmp_path / "out" / "README.md").read_text()
     assert f"`model.int8.onnx`: ONNX Runtime dynamic INT8, one weight scale {scale};" in card
     assert "argmax agreement" in card
+
+
+@needs_onnx
+def test_quantizing_only_matmul_leaves_the_embedding_tables_fp32(tiny_dirs, tmp_path):
+    """``quantize_onnx(..., op_types=["MatMul"])`` quantizes the weight matrices and leaves the
+    embedding lookups' tables FP32: those are the float initializers the full quantization removes."""
+    import onnx
+
+    from srnet.export.onnx import quantize_onnx
+
+    model = load(tiny_dirs["bert"])
+    mask_file(model, tmp_path / "m.safetensors")
+    assert main(["export", "--model", str(tiny_dirs["bert"]), "--masks", str(tmp_path / "m.safetensors"),
+                 "--out", str(tmp_path / "out"), "--onnx"]) == 0
+    graph = (tmp_path / "out" / "model.onnx").read_bytes()
+
+    def float_tables(data: bytes) -> set[str]:
+        loaded = onnx.load_from_string(data).graph
+        gathered = {n.input[0] for n in loaded.node if n.op_type == "Gather"}
+        return {t.name for t in loaded.initializer
+                if t.name in gathered and t.data_type == onnx.TensorProto.FLOAT and len(t.dims) == 2}
+
+    tables = float_tables(graph)
+    assert len(tables) >= 2  # words and positions (and token types)
+    everything = quantize_onnx(graph, "int8-per-channel")
+    matmul = quantize_onnx(graph, "int8-per-channel", op_types=["MatMul"])
+    assert float_tables(everything) == set() and float_tables(matmul) == tables
+    assert max(weight_scales_of(matmul)) > 1  # the matrices, per output channel
 
 
 @pytest.mark.parametrize(("flags", "message"), [

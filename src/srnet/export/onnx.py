@@ -196,9 +196,10 @@ def check_quantize(quantize: str | None, onnx: bool) -> None:
         raise SrnetError(f"--quantize {quantize} quantizes the ONNX graph: add --onnx")
 
 
-def quantize_onnx(graph: bytes, mode: str = "int8") -> bytes:
+def quantize_onnx(graph: bytes, mode: str = "int8", op_types: list[str] | None = None) -> bytes:
     """``graph`` with ONNX Runtime's dynamic INT8 quantization (``mode``: :data:`QUANTIZE_MODES`:
-    one weight scale per tensor, or per output channel)."""
+    one weight scale per tensor, or per output channel), of every op type it supports or only
+    ``op_types`` (e.g. ``["MatMul"]``: the embedding tables stay FP32)."""
     import logging
     import tempfile
 
@@ -213,7 +214,7 @@ def quantize_onnx(graph: bytes, mode: str = "int8") -> bytes:
         logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process, on the root logger
         try:
             quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8,
-                             per_channel=mode == "int8-per-channel")
+                             per_channel=mode == "int8-per-channel", op_types_to_quantize=op_types)
         finally:
             logging.getLogger().setLevel(quiet)
         return target.read_bytes()
