@@ -109,6 +109,13 @@ def control_metrics(id_acc: float, hard: float) -> dict:
             "ood": {"hans": {"accuracy": 0.5}}}
 
 
+def write_runs(folder, runs: dict[str, dict]) -> None:
+    """One run folder per name under ``folder``, holding its ``metrics.json``."""
+    for name, record in runs.items():
+        (folder / name).mkdir(parents=True)
+        (folder / name / "metrics.json").write_text(json.dumps(record))
+
+
 def test_controls_are_paired_by_seed_and_judged_only_with_three(tmp_path, monkeypatch):
     for seed, hard in ((1, 0.61), (2, 0.62), (3, 0.60)):
         write_seed(tmp_path / "results", seed, hard, 2.5)
@@ -116,9 +123,7 @@ def test_controls_are_paired_by_seed_and_judged_only_with_three(tmp_path, monkey
     runs = {f"teacher_onnx-int8_s{seed}": control_metrics(id_acc, hard)
             for seed, (id_acc, hard) in {1: (0.65, 0.60), 2: (0.655, 0.61), 3: (0.65, 0.59)}.items()}
     runs["poe_kd_onnx-int8_s1"] = control_metrics(0.67, 0.62)
-    for name, record in runs.items():
-        (controls / name).mkdir(parents=True)
-        (controls / name / "metrics.json").write_text(json.dumps(record))
+    write_runs(controls, runs)
     argv = ["compress_table.py", str(tmp_path / "results"), "--controls", str(controls)]
     monkeypatch.setattr(sys, "argv", argv)
     printed = io.StringIO()
@@ -134,8 +139,7 @@ def test_controls_are_paired_by_seed_and_judged_only_with_three(tmp_path, monkey
 
 def test_a_run_that_is_not_a_named_control_is_refused(tmp_path, monkeypatch):
     write_seed(tmp_path / "results", 1, 0.61, 2.5)
-    (tmp_path / "controls" / "mystery").mkdir(parents=True)
-    (tmp_path / "controls" / "mystery" / "metrics.json").write_text(json.dumps(control_metrics(0.6, 0.6)))
+    write_runs(tmp_path / "controls", {"mystery": control_metrics(0.6, 0.6)})
     monkeypatch.setattr(sys, "argv", ["compress_table.py", str(tmp_path / "results"),
                                       "--controls", str(tmp_path / "controls")])
     with pytest.raises(SystemExit, match="mystery: not a run of this table"):
@@ -146,9 +150,8 @@ def test_rescored_runs_are_paired_with_the_reference_and_the_fp32_student(tmp_pa
     for seed, hard in ((1, 0.61), (2, 0.62), (3, 0.60)):
         write_seed(tmp_path / "results", seed, hard, 2.5)  # reference hard 0.60, student = shipped
     rescored = tmp_path / "rescored"
-    for seed, hard in ((1, 0.62), (2, 0.61), (3, 0.595)):
-        (rescored / f"pc_s{seed}").mkdir(parents=True)
-        (rescored / f"pc_s{seed}" / "metrics.json").write_text(json.dumps(control_metrics(0.66, hard)))
+    write_runs(rescored, {f"pc_s{seed}": control_metrics(0.66, hard)
+                          for seed, hard in ((1, 0.62), (2, 0.61), (3, 0.595))})
     argv = ["compress_table.py", str(tmp_path / "results"), "--rescored", str(rescored)]
     monkeypatch.setattr(sys, "argv", argv)
     printed = io.StringIO()
