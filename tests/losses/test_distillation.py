@@ -58,9 +58,39 @@ def test_kl_term_is_zero_for_the_teacher_itself_and_scaled_by_t_squared():
     assert logs["kd_pred"] == pytest.approx(expected.item(), rel=1e-5)
 
 
+def kl_gradient(through_bias: bool, log_bias: torch.Tensor) -> torch.Tensor:
+    """The gradient of the ``kd`` objective's KL term (task loss weighted 0) on two examples' logits."""
+    objective = build_objective("kd", {"task_weight": 0.0, "pred_weight": 1.0, "temperature": 2.0,
+                                       "through_bias": through_bias})
+    logits = torch.tensor([[0.2, 0.1, -0.3], [0.0, 0.4, 0.1]], requires_grad=True)
+
+    class Tiny(torch.nn.Module):
+        def forward(self, **_):
+            return type("Out", (), {"logits": logits, "hidden_states": None})()
+
+    teacher = torch.tensor([[0.9, 0.05, 0.05], [0.1, 0.1, 0.8]])
+    batch = {"input_ids": torch.zeros(2, 4, dtype=torch.long), "attention_mask": torch.ones(2, 4),
+             "labels": torch.tensor([0, 2]), "teacher_probs": teacher, "bias_log_probs": log_bias}
+    objective.step(Tiny(), batch, lambda *a: torch.tensor(0.0), progress=0.0, penalty=lambda: None,
+                   backward=lambda v: v.backward())
+    return logits.grad
+
+
+def test_kd_through_the_bias_spares_what_the_bias_explains():
+    """``through_bias``: a uniform bias leaves the KL term as it is; a bias confident in the
+    teacher's answer on example 0 shrinks that example's pull, and not example 1's (bias uniform)."""
+    uniform = torch.full((2, 3), 1 / 3).log()
+    assert torch.allclose(kl_gradient(True, uniform), kl_gradient(False, uniform), atol=1e-6)
+    confident = torch.tensor([[0.98, 0.01, 0.01], [1 / 3, 1 / 3, 1 / 3]]).log()
+    plain, through = kl_gradient(False, confident), kl_gradient(True, confident)
+    assert through[0].norm() < plain[0].norm() / 2
+    assert torch.allclose(through[1], plain[1], atol=1e-6)
+
+
 @pytest.mark.parametrize(("method", "granularity", "loss", "hidden"), [
     ("mask_train", "head+neuron", "ce", 1.0),   # structured mask training: both terms
     ("l0", "head+neuron", "poe", 1.0),          # structured L0 with a debiasing task loss
+    ("omp", "head+neuron", "poe", "through"),   # structured OMP + recovery, KL through the bias
     ("omp", "head+neuron", "ce", 0.0),          # structured OMP + recovery: weights train, KL only
     ("imp", "unstructured", "ce", 0.0),         # unstructured
 ])
@@ -72,14 +102,15 @@ def test_kd_runs_with_structured_and_unstructured_methods(tmp_path, tiny_model_d
         ids = [ex.id for ex in generate_synthetic("train", 48, seed=0)]
         rows = [{"id": i, "probs": [0.5, 0.25, 0.25]} for i in ids]
         bias.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    spec = kd_recipe(tmp_path, tiny_model_dir, teacher, "kd", pruning, loss, hidden_weight=hidden,
-                     pred_weight=0.5)
+    through = hidden == "through"
+    spec = kd_recipe(tmp_path, tiny_model_dir, teacher, "kd", pruning, loss, pred_weight=0.5,
+                     **({"through_bias": True} if through else {"hidden_weight": hidden}))
     if loss == "poe":
         spec["loss"]["bias_predictions"] = str(bias)
     result = api.run(spec)
     entries = log_entries(result.run_dir)
     assert entries and all("kd_pred" in e for e in entries)
-    assert all(("kd_hidden" in e) == (hidden > 0) for e in entries)
+    assert all(("kd_hidden" in e) == (not through and hidden > 0) for e in entries)
     assert result.metrics.sparsity.overall == pytest.approx(0.5, abs=0.01)
 
 
@@ -103,6 +134,7 @@ def test_kd_changes_what_is_learned(tmp_path, tiny_model_dir, teacher):
     ({"objective": {"name": "kd", "params": {"hidden_weight": 1, "layers": [9]}}}, "out of range"),
     ({"objective": {"name": "kd", "params": {"hidden_weight": 1}}, "pruning": {"method": "omp"}},
      "hidden_weight needs frozen weights"),
+    ({"objective": {"name": "kd", "params": {"through_bias": True}}}, "objective 'kd' needs"),
 ])
 def test_kd_bad_input_is_one_line(tmp_path, tiny_model_dir, teacher, change, message):
     spec = kd_recipe(tmp_path, tiny_model_dir, teacher, "bad", {"method": "mask_train", "sparsity": 0.5})

@@ -17,6 +17,13 @@
 A debiasing loss as the task loss (``poe``, ``rmc``) is allowed: the student then follows the
 teacher it is given, so a debiased student should distil from a debiased teacher (the dense PoE
 run's predictions), not from the biased CE model.
+
+* **Through the bias** (``through_bias``): teacher and student are each combined with the bias
+  model's log-probabilities before the KL, ``KL(softmax((log p_t + log p_b)/T) ‖
+  softmax((log_softmax(z) + log p_b)/T))``, as PoE combines the task loss: where the bias already
+  explains the teacher's answer both sides agree whatever the student says, so those examples pull
+  the student little (plain KL pulls it toward the teacher's answer on every example, shortcut
+  ones included). Needs the bias input (``loss.bias_predictions`` or a bias feature).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from srnet.errors import SrnetError
-from srnet.loss_inputs import TEACHER, batch_inputs
+from srnet.loss_inputs import BIAS, TEACHER, batch_inputs
 from srnet.training.data import model_inputs
 from srnet.training.objectives.base import Objective, register_objective, with_penalty
 from srnet.training.objectives.pretraining import check_layers, hidden_distance, teacher_hidden_states
@@ -46,6 +53,10 @@ class KDParams(BaseModel):
         1.0, ge=0.0, description="weight of T² · KL(teacher ‖ student) at temperature T (needs loss.teacher)"
     )
     temperature: float = Field(2.0, gt=0.0, description="distillation temperature T")
+    through_bias: bool = Field(
+        False, description="combine teacher and student with the bias model's log-probabilities "
+        "before the KL (PoE applied to distillation; needs the bias input)"
+    )
     hidden_weight: float = Field(
         0.0, ge=0.0, description="weight of the hidden-state term (frozen-weight methods: mask_train, l0)"
     )
@@ -61,7 +72,9 @@ class KnowledgeDistillation(Objective):
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return (TEACHER,) if self.params.pred_weight > 0 else ()
+        if self.params.pred_weight == 0:
+            return ()
+        return (TEACHER, BIAS) if self.params.through_bias else (TEACHER,)
 
     def setup(self, model: nn.Module, tokenizer) -> None:
         if self.params.hidden_weight == 0:
@@ -82,10 +95,15 @@ class KnowledgeDistillation(Objective):
         out = model(**inputs, output_hidden_states=hidden)
         logits = out.logits.float()
         logs: dict[str, float] = {}
-        total = p.task_weight * loss(logits, batch["labels"], batch_inputs(batch), progress)
+        extras = batch_inputs(batch)
+        total = p.task_weight * loss(logits, batch["labels"], extras, progress)
         if p.pred_weight > 0:
-            teacher = F.log_softmax(batch[TEACHER].float().clamp_min(1e-12).log() / p.temperature, dim=-1)
-            student = F.log_softmax(logits / p.temperature, dim=-1)
+            teacher, student = batch[TEACHER].float().clamp_min(1e-12).log(), logits
+            if p.through_bias:
+                log_bias = extras[BIAS].float()
+                teacher, student = teacher + log_bias, F.log_softmax(logits, dim=-1) + log_bias
+            teacher = F.log_softmax(teacher / p.temperature, dim=-1)
+            student = F.log_softmax(student / p.temperature, dim=-1)
             kl = F.kl_div(student, teacher, log_target=True, reduction="batchmean") * p.temperature ** 2
             total = total + p.pred_weight * kl
             logs["kd_pred"] = kl.item()
