@@ -83,6 +83,7 @@ def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finet
     assert "trust_remote_code=True" in card.text
     # the recovery as the student ran it (the data recipe's max_steps 4), on the card too
     assert (record["recovery"]["max_steps"], record["recovery"]["lr"]) == (4, 5e-5)
+    assert record["recovery"]["distill"] == "plain"
     assert "distilled recovery: 4 steps at lr 5e-05" in card.text
     # each gate is computed from the figures recorded beside it
     shipped, ref = record["figures"]["shipped"], record["figures"]["teacher"]
@@ -97,9 +98,10 @@ def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finet
 def test_a_per_channel_int8_compression_ships_scores_times_and_gates_that_graph(finetuned, tmp_path):
     """``--runtime onnx-int8-per-channel`` end to end: the export ships a per-channel
     ``model.int8.onnx`` (recorded), the shipped stage scores that file (SHA-256 checked), the speed
-    comes from its bench rows, the INT8 gate and the card's INT8 row are there."""
+    comes from its bench rows, the INT8 gate and the card's INT8 row are there. (Recovered with
+    ``--recovery-distill through-bias``: the record and the card say what the student ran.)"""
     result = api.compress(str(finetuned), out=tmp_path / "c", sparsity=0.5, runtime="onnx-int8-per-channel",
-                          bias=BIAS, **FAST, recipe=data_recipe(), **QUIET)
+                          bias=BIAS, recovery_distill="through-bias", **FAST, recipe=data_recipe(), **QUIET)
     model = tmp_path / "c" / "model"
     exported = json.loads((model / "srnet_export.json").read_text())["onnx"]["int8"]
     assert exported["quantize"] == "int8-per-channel"
@@ -114,6 +116,10 @@ def test_a_per_channel_int8_compression_ships_scores_times_and_gates_that_graph(
     assert result.record["speed"]["dense_int8_speedup"] == timed[0]["speedup"]
     assert "int8" in {g["gate"] for g in result.record["gates"]}
     assert "compressed INT8 (as shipped)" in (model / "README.md").read_text()
+    (student,) = (tmp_path / "c" / "stages" / "student").glob("*/config.yaml")
+    assert yaml.safe_load(student.read_text())["objective"]["params"]["through_bias"] is True
+    assert result.record["recovery"]["distill"] == "through-bias"
+    assert "recovery distilled through the bias: 4 steps" in (model / "README.md").read_text()
 
 
 def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path):
@@ -223,6 +229,26 @@ def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_pa
     assert estimate_seconds(source, longer, longer_config)["train_steps"] == 3 * 4  # 3 epochs of 4 batches
 
 
+@pytest.mark.parametrize(("distill", "params"), [
+    ("plain", {"pred_weight": 1.0, "temperature": 2.0}),
+    ("through-bias", {"pred_weight": 1.0, "temperature": 2.0, "through_bias": True}),
+    ("none", {"pred_weight": 0.0})])
+def test_recovery_distill_sets_the_students_objective_and_nothing_else(finetuned, tmp_path, distill, params):
+    from srnet.config import ObjectiveConfig
+    from srnet.experiments.verbs.compress_gates import distillation
+    from srnet.experiments.verbs.compress_pipeline import compress_sweep, resolve_source
+
+    source = resolve_source(str(finetuned), data_recipe(), None)
+    default = compress_sweep(source, 0.5, CompressConfig(sparsity=0.5, bias=BIAS), tmp_path / "a")
+    chosen = compress_sweep(source, 0.5, CompressConfig(sparsity=0.5, bias=BIAS, recovery_distill=distill),
+                            tmp_path / "b")
+    objective = chosen["stages"]["student"]["set"]["objective"]
+    assert objective == {"name": "kd", "params": params}
+    assert {k: v for k, v in chosen["stages"].items() if k != "student"} == {
+        k: v for k, v in default["stages"].items() if k != "student"}
+    assert distillation(ObjectiveConfig(**objective)) == distill  # what the record reads back
+
+
 FIGURES = {"id_split": "dev", "id": 0.80, "hard": 0.60, "collapsed": [],
            "challenge": {"hans": {"accuracy": 0.55}}}
 
@@ -307,6 +333,8 @@ def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
      "--runtime tensorrt: not one of torch, onnx, onnx-int8, onnx-int8-per-channel"),
     (["--speedup", "80"], "--speedup 80: not reachable on this machine"),
     (["--sparsity", "0.5", "--bias", "no_such_feature"], "--bias no_such_feature: neither a bias feature"),
+    (["--sparsity", "0.5", "--recovery-distill", "kl"], "--recovery-distill kl: not one of plain"),
+    (["--sparsity", "0.5", "--recovery-distill", "through-bias"], "--recovery-distill through-bias combines"),
 ])
 def test_bad_input_is_one_line_before_training(finetuned, tmp_path, capsys, args, message):
     out = tmp_path / "c"

@@ -20,6 +20,14 @@ GATE_FAILED_EXIT = 3
 RECIPE_NAME = "sparse_fast s50_omp (W6): OMP-gradient heads+neurons, distilled PoE recovery"
 """The committed recipe the pipeline follows (recipes/studies/sparse_fast.yaml)."""
 KD = {"name": "kd", "params": {"pred_weight": 1.0, "temperature": 2.0}}
+DISTILLATION = {
+    "plain": KD,
+    "through-bias": {"name": "kd", "params": {**KD["params"], "through_bias": True}},
+    "none": {"name": "kd", "params": {"pred_weight": 0.0}},
+}
+"""``--recovery-distill``: the student's objective during the recovery (the task loss is PoE with a
+bias, CE without): KL to the teacher's training-split predictions at T 2, the same KL with both
+sides combined with the bias model's (``kd`` ``through_bias``), or no distillation."""
 RESULT_FILE = "compress.json"
 SIZING_FILE = "sizing.json"
 LOCK = ".compress.lock"
@@ -28,7 +36,7 @@ LOCK = ".compress.lock"
 class CompressConfig(VerbConfig):
     """``srnet compress``: the target, the machine it is measured on, and the gates."""
 
-    added_later: ClassVar[dict[str, Any]] = {"recovery_epochs": None}
+    added_later: ClassVar[dict[str, Any]] = {"recovery_epochs": None, "recovery_distill": "plain"}
 
     speedup: float | None = Field(
         None,
@@ -74,6 +82,11 @@ class CompressConfig(VerbConfig):
         gt=0,
         description="epochs of the distilled recovery after the cut (default: the recipe's training.epochs)",
     )
+    recovery_distill: str = Field(
+        "plain",
+        description="the recovery's distillation from the teacher: plain (KL at T 2), through-bias "
+        "(the KL with teacher and student combined with the bias model's, as PoE; needs --bias) or none",
+    )
     max_id_drop: float = Field(1.0, ge=0, description="ID-accuracy gate: points below the reference")
     max_robust_drop: float = Field(0.0, ge=0, description="hard / challenge gate: points below the reference")
     attack_n: int = Field(200, ge=0, description="dev examples attacked with charswap (0: no attack)")
@@ -83,6 +96,13 @@ class CompressConfig(VerbConfig):
     def _known_runtime(cls, value: str) -> str:
         if value not in RUNTIMES:
             raise ValueError(f"--runtime {value}: not one of {', '.join(RUNTIMES)}")
+        return value
+
+    @field_validator("recovery_distill")
+    @classmethod
+    def _known_distillation(cls, value: str) -> str:
+        if value not in DISTILLATION:
+            raise ValueError(f"--recovery-distill {value}: not one of {', '.join(DISTILLATION)}")
         return value
 
     @field_validator("levels")
@@ -97,6 +117,9 @@ class CompressConfig(VerbConfig):
     def _one_target(self) -> CompressConfig:
         if (self.speedup is None) == (self.sparsity is None):
             raise ValueError("give exactly one target: --speedup X or --sparsity S")
+        if self.recovery_distill == "through-bias" and self.bias is None:
+            raise ValueError("--recovery-distill through-bias combines the KL with the bias model: "
+                             "give --bias")
         return self
 
 

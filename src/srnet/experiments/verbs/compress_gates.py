@@ -136,11 +136,21 @@ def gates(
 
 
 def _recovery(record: dict[str, Any]) -> str:
-    """The distilled recovery's length and lr, as the student ran it."""
+    """The recovery's length, lr and distillation, as the student ran it."""
     recovery = record["recovery"]
     length = (f"{recovery['max_steps']} steps" if recovery["max_steps"] is not None
               else f"{recovery['epochs']:g} epoch(s)")
-    return f"distilled recovery: {length} at lr {recovery['lr']:g}"
+    how = {"plain": "distilled recovery", "through-bias": "recovery distilled through the bias",
+           "none": "recovery without distillation"}[recovery["distill"]]
+    return f"{how}: {length} at lr {recovery['lr']:g}"
+
+
+def distillation(objective: Any) -> str:
+    """The ``--recovery-distill`` setting a student's recorded objective ran with."""
+    params = objective.params.model_dump()
+    if params.get("pred_weight", 0) == 0:
+        return "none"
+    return "through-bias" if params.get("through_bias") else "plain"
 
 
 def _minus(value: float | None, drop: float) -> float | None:
@@ -176,13 +186,15 @@ def finish(
     speed = bench_figures(outputs["bench"], config.runtime)
     checked = gates(config, figures[reference_name], figures["student"], figures["shipped"], speed)
     passed = all(g["passed"] for g in checked)
-    recovery = load_run_recipe(Path(outputs["student"]) / "config.yaml").training
+    student = load_run_recipe(Path(outputs["student"]) / "config.yaml")
+    recovery = student.training
     record = {
         "passed": passed,
         "exit_code": 0 if passed else GATE_FAILED_EXIT,
         "model": source.model,
         "recipe": RECIPE_NAME,
-        "recovery": {"epochs": recovery.epochs, "max_steps": recovery.max_steps, "lr": recovery.lr},
+        "recovery": {"epochs": recovery.epochs, "max_steps": recovery.max_steps, "lr": recovery.lr,
+                     "distill": distillation(student.objective)},
         "config": config.model_dump(mode="json"),
         "level": sizing["level"],
         "sizing": sizing,

@@ -13,8 +13,8 @@ stage                   what it does
 ``teacher``             dense PoE, one epoch from the user's model (only with a bias)
 ``teacher_pred``        the teacher's training-split predictions (the distillation target)
 ``student``             OMP-gradient head+neuron cut at the chosen level on the teacher's weights,
-                        then a distilled recovery of the recipe's epochs or ``--recovery-epochs``
-                        (PoE + KD at T 2, lr 5e-5; CE + KD without bias)
+                        then a recovery of the recipe's epochs or ``--recovery-epochs`` (PoE, CE
+                        without bias; + KD at T 2 or ``--recovery-distill``; lr 5e-5)
 ``export``              the student baked and shrunk; ONNX (and INT8) graphs for those runtimes
 ``shipped``             the exported file re-scored as shipped, under ``--runtime``
 ``attack``              ``charswap`` on a fixed sample of the dev split: dense, teacher, student
@@ -40,7 +40,7 @@ from srnet.config import Recipe
 from srnet.errors import NeedsOption, SrnetError
 from srnet.experiments.sweep.stages import Stage, get_stage, register_stage
 from srnet.experiments.verbs.compress_config import (
-    KD,
+    DISTILLATION,
     LOCK,
     RESULT_FILE,
     SIZING_FILE,
@@ -238,7 +238,7 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
             "model.init_from": teacher,
             "dense_reference": "@dense",
             "loss": loss,
-            "objective": KD,
+            "objective": DISTILLATION[config.recovery_distill],
             "training.lr": 5.0e-5,
             "training.warmup_ratio": 0.0,
             **(
