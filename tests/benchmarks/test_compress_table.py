@@ -76,14 +76,19 @@ def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkey
     assert "2.50x, 2.50x, 2.50x" in text and "2.20x" not in text
 
 
-@pytest.mark.parametrize("stage, controls, rescored", [
-    ("fast", None, []), ("fast_int8", "compress_int8_control", []),
-    ("fast_int8", None, ["compress_int8pc", "compress_int8emb"])])
+MNLI_PAGE = "docs/studies/compress_mnli_cpu.md"
+
+
+@pytest.mark.parametrize("study, page, stage, controls, rescored", [
+    ("compress_mnli_cpu", MNLI_PAGE, "fast", None, []),
+    ("compress_mnli_cpu", MNLI_PAGE, "fast_int8", "compress_int8_control", []),
+    ("compress_mnli_cpu", MNLI_PAGE, "fast_int8", None, ["compress_int8pc", "compress_int8emb"]),
+    ("compress_synthetic_kd", "docs/compress.md", "fast_pc_none", None, [])])
 def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(
-        monkeypatch, stage, controls, rescored):
+        monkeypatch, study, page, stage, controls, rescored):
     import re
 
-    results = REPO / "results" / "compress_mnli_cpu"
+    results = REPO / "results" / study
     if not list(results.glob(f"{stage}/*/compress.json")):
         pytest.skip(f"no finished {stage} compress stage committed yet")
     argv = ["compress_table.py", str(results), "--stage", stage]
@@ -95,7 +100,7 @@ def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         script("compress_table").main()
-    page = (REPO / "docs" / "studies" / "compress_mnli_cpu.md").read_text()
+    page = (REPO / page).read_text()
     name = "compress_table" if stage == "fast" else f"compress_table {stage}"
     name += " rescored" if rescored else ""
     block = re.search(rf"<!-- {name} -->\n```text\n(.*?)\n```\n<!-- /{name} -->", page, re.S)
