@@ -67,9 +67,19 @@ def test_a_pair_short_of_three_seeds_is_pending_and_an_off_target_mask_is_named(
     write_run(stages / "student" / "s", 1, 0.7, pred_weight=1.0, sparsity=0.3)
     write_run(alt / "a", 1, 0.75, pred_weight=0.0)
     lines = printed(monkeypatch, ["synthetic", str(fast), str(alt)])
-    assert lines[0] == "checks: plain seed 1: a matrix is off its target 0.6"
+    assert lines[0] == "checks: plain seed 1: layer.0.heads at 0.300, off its target 0.6"
     assert ("| PoE, no distillation − PoE + KL (default) | **challenge** | +5.00 | 5.00 "
             "| pending (fewer than 3 seeds) |") in lines
+
+
+def test_a_head_matrix_is_checked_to_within_half_a_head(tmp_path):
+    """30% of 12 heads is 4 heads (0.333): at its target; 0.417 (5 heads) is not."""
+    module = script("kd_pilot_table")
+    at = {"seed": 1, "sparsity": {"target": 0.3, "per_matrix": {"l0.heads": 4 / 12, "l0.neurons": 0.3001}},
+          "id": {}, "ood": {"hans": {"collapsed": True}}}
+    off = {**at, "sparsity": {"target": 0.3, "per_matrix": {"l0.heads": 5 / 12}}, "ood": {}}
+    assert module.checks({"plain": {1: at}, "through": {1: off}}) == [
+        "plain seed 1: collapsed on hans", "through seed 1: l0.heads at 0.417, off its target 0.3"]
 
 
 def test_a_second_run_of_one_arm_and_seed_is_refused(tmp_path, monkeypatch):
