@@ -152,8 +152,20 @@ class RunDir:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``): bf16 and int8 kernels, and so the last digits of a
+    run's figures, differ between CPUs."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def environment() -> dict:
-    """Versions, platform, device and git revision, for reproducibility."""
+    """Versions, platform, CPU, device and git revision, for reproducibility."""
     versions = {}
     for name in PACKAGES:
         try:
@@ -164,6 +176,7 @@ def environment() -> dict:
     return {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "cpu": cpu_model(),
         "packages": versions,
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "torch_threads": torch.get_num_threads(),

@@ -266,7 +266,6 @@ def bench_environment() -> dict[str, Any]:
     env = environment()
     env.pop("argv", None)
     env["machine"] = platform.machine()
-    env["cpu"] = _cpu_model()
     env["cpu_count"] = os.cpu_count()
     env["cpu_int8"] = cpu_int8_features()
     for name in ("onnxruntime", "onnx"):
@@ -294,13 +293,3 @@ def cpu_int8_features() -> dict[str, Any]:
     flags = cpu_flags()
     have = [flag for flag in INT8_FLAGS if flag in flags]
     return {"flags": have, "best": INT8_FLAGS[have[-1]] if have else "unknown (no /proc/cpuinfo flags)"}
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
