@@ -113,7 +113,8 @@ def load(task: str, folders: list[Path]) -> dict[str, dict[int, dict]]:
 
 
 def reproduction(folder: Path, reference: Path) -> list[str]:
-    """One line per stage run both here and in ``reference`` (same stage and key): equal or not."""
+    """One line per stage run both here and in ``reference`` (same stage and key): whether its
+    figures are equal to the reference study's."""
     lines = []
     for metrics_file in sorted(folder.glob("*/*/metrics.json")):
         other = reference / metrics_file.relative_to(folder)
@@ -122,7 +123,7 @@ def reproduction(folder: Path, reference: Path) -> list[str]:
         ours, theirs = (json.loads(p.read_text()) for p in (metrics_file, other))
         same = ours["id"] == theirs["id"] and ours.get("ood") == theirs.get("ood")
         stage = metrics_file.parent.relative_to(folder)
-        lines.append(f"{stage}: {'equal' if same else 'DIFFERENT'} to {other.parent}")
+        lines.append(f"{stage}: {'equal' if same else 'DIFFERENT'} figures in {reference.name}")
     return lines
 
 
