@@ -155,12 +155,22 @@ def test_a_finished_compression_is_not_replaced_without_overwrite(compressed):
         api.compress(compressed.record["model"], out=compressed.out, sparsity=0.5, **FAST, **QUIET)
 
 
-def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path):
+def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path, monkeypatch):
+    """The sizing's timings are fixed here (a tiny model at batch 2 x 16 is not reliably faster
+    shrunk: overhead dominates); the real timing is the sizing test's below."""
+    from srnet.experiments.verbs import bench_timing
+
+    def timed(candidates, config):
+        rows = [{"model": c.label, "runtime": "torch", "speedup": 1 + i / 2, "latency_ms": 10 / (1 + i / 2)}
+                for i, c in enumerate(candidates)]
+        return {"rows": rows, "environment": {}, "warnings": []}
+
+    monkeypatch.setattr(bench_timing, "run_bench", timed)
     lines = []
-    result = api.compress(str(finetuned), out=tmp_path / "c", speedup=1.01, levels=[0.5, 0.75], margin=0.0,
+    result = api.compress(str(finetuned), out=tmp_path / "c", speedup=1.2, levels=[0.5, 0.75], margin=0.0,
                           **FAST, dry_run=True, progress=lines.append)
     assert not (tmp_path / "c").exists()
-    assert result.level in (0.5, 0.75) and result.estimate_s > 0
+    assert result.level == 0.5 and result.estimate_s > 0  # 1.5x at 50%, 2x at 75%
     assert any("to run student" in line for line in lines) and "estimate on this machine" in lines[-1]
 
 
