@@ -24,6 +24,15 @@ def script(name: str):
     return module
 
 
+def script_output(name: str, argv: list[str], monkeypatch) -> list[str]:
+    """The lines ``benchmarks/<name>.py`` prints when run with ``argv``."""
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        script(name).main()
+    return out.getvalue().splitlines()
+
+
 def figures(id_acc: float, hard: float) -> dict:
     return {"id": id_acc, "hard": hard, "easy": 0.9, "challenge": {"hans": {"accuracy": 0.5, "gap": 0.1}},
             "charswap_aua": 0.4}

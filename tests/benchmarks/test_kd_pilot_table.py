@@ -4,15 +4,12 @@ figure, and its page blocks are its output on the committed records."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
-import sys
 
 import pytest
 import yaml
-from test_compress_table import script
+from test_compress_table import script, script_output
 
 from conftest import REPO
 
@@ -34,11 +31,7 @@ def write_run(folder, seed: int, challenge: float, pred_weight: float | None = N
 
 
 def printed(monkeypatch, argv: list[str]) -> list[str]:
-    monkeypatch.setattr(sys, "argv", ["kd_pilot_table.py", *argv])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        script("kd_pilot_table").main()
-    return out.getvalue().splitlines()
+    return script_output("kd_pilot_table", argv, monkeypatch)
 
 
 def test_arms_come_from_the_configs_and_pairs_are_judged_by_seed(tmp_path, monkeypatch):

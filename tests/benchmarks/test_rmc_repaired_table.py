@@ -3,15 +3,12 @@ the replacement's; the rule is applied over the judged rows; the page shows the 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
-import sys
 
 import pytest
 import yaml
-from test_compress_table import script
+from test_compress_table import script_output
 
 from conftest import REPO
 
@@ -26,11 +23,7 @@ def write_run(folder, stage, seed, accuracy, hard, gap, collapsed=False):
 
 
 def printed(argv, monkeypatch) -> list[str]:
-    monkeypatch.setattr(sys, "argv", ["rmc_repaired_table.py", *argv])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        script("rmc_repaired_table").main()
-    return out.getvalue().splitlines()
+    return script_output("rmc_repaired_table", argv, monkeypatch)
 
 
 def test_a_seed_under_the_criterion_is_judged_by_its_replacement(tmp_path, monkeypatch):
