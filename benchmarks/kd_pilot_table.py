@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from controls_table import mean_std, paste_block, verdict
+from controls_table import mean_std, off_target, paste_block, verdict
 
 ARMS = {"teacher": "dense PoE teacher", "none": "PoE, no distillation", "plain": "PoE + KL (default)",
         "through": "PoE + KL through the bias"}
@@ -37,9 +37,6 @@ PAIRS = {"synthetic": [("none", "plain"), ("through", "plain"), ("through", "non
                        ("none", "teacher"), ("through", "teacher")],
          "mnli": [("through", "plain"), ("plain", "none"), ("through", "none")]}
 JUDGED = {"synthetic": "challenge", "mnli": "hard"}
-HEADS = 12
-"""Attention heads per layer of the pilots' model (MiniLM-L6): a head matrix can only be at a
-multiple of 1/12, so it is checked to within half a head of its target (30% removes 4 of 12)."""
 
 
 def checks(runs: dict[str, dict[int, dict]]) -> list[str]:
@@ -48,13 +45,8 @@ def checks(runs: dict[str, dict[int, dict]]) -> list[str]:
     problems = []
     for name, seeds in runs.items():
         for seed, m in sorted(seeds.items()):
-            sparsity = m.get("sparsity") or {}
-            target = sparsity.get("target")
-            for matrix, value in (sparsity.get("per_matrix") or {}).items():
-                tolerance = 0.5 / HEADS if matrix.endswith(".heads") else 0.02
-                if target is not None and abs(value - target) > tolerance:
-                    problems.append(f"{name} seed {seed}: {matrix} at {value:.3f}, off its target {target}")
-                    break
+            if off := off_target(m.get("sparsity") or {}):
+                problems.append(f"{name} seed {seed}: {off}")
             collapsed = [split for group in ("id", "ood") for split, v in (m.get(group) or {}).items()
                          if v.get("collapsed")]
             if collapsed:

@@ -46,3 +46,14 @@ def test_the_readme_states_the_decisive_pairs_as_recorded():
         diffs = [table.values(runs[control][s])["hard"] - table.values(runs[row][s])["hard"] for s in seeds]
         spread = f" ± {statistics.stdev(diffs):.1f}" if len(diffs) > 1 else ""
         assert f"{statistics.mean(diffs):.1f}{spread} hard above {what}" in readme, (row, control)
+
+
+def test_a_head_matrix_is_on_target_within_half_a_head_and_a_neuron_matrix_within_two_points():
+    off_target = controls_table().off_target
+    thirty = {"target": 0.3, "per_matrix": {"layer.0.heads": 4 / 12, "layer.0.neurons": 0.3}}
+    assert off_target(thirty) is None
+    assert off_target({"target": 0.3, "per_matrix": {"layer.0.heads": 5 / 12}}) == (
+        "layer.0.heads at 0.417, off its target 0.3")
+    assert off_target({"target": 0.3, "per_matrix": {"layer.0.neurons": 0.33}}) == (
+        "layer.0.neurons at 0.330, off its target 0.3")
+    assert off_target({}) is None
