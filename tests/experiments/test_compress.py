@@ -172,6 +172,19 @@ def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path, monkeypatch
     assert not (tmp_path / "c").exists()
     assert result.level == 0.5 and result.estimate_s > 0  # 1.5x at 50%, 2x at 75%
     assert any("to run student" in line for line in lines) and "estimate on this machine" in lines[-1]
+    assert "(sizing " in lines[-1]  # the real run sizes again, so the estimate counts it
+
+
+def test_the_probe_times_batches_at_the_quartile_midpoints_of_their_padded_length():
+    """The dry run's probe stands for the mean batch: one batch from each quartile of padded length
+    (the longest example in the batch), whatever order the batches come in."""
+    from srnet.experiments.verbs.compress_pipeline import probe_batches
+
+    lengths = list(range(1, 81))  # example i has i + 1 tokens
+    batches = [[i] for i in range(80)][::-1]  # 80 one-example batches, longest first
+    picked = probe_batches(batches, lengths)
+    assert [max(lengths[i] for i in b) for b in picked] == [11, 31, 51, 71]
+    assert probe_batches([[0, 5]], lengths) == [[0, 5]] * 4
 
 
 def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):

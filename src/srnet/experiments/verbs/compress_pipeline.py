@@ -319,10 +319,12 @@ ATTACK_FORWARDS = 50
 
 
 def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConfig) -> dict[str, float]:
-    """The plan's time on this machine, from a short timed probe: three training steps and three
-    forward passes of the user's model on real training batches (padded to their longest pair, as
-    training pads them), and one forward pass at the timing's batch x length; the probe's optimizer
-    has lr 0, so nothing is trained."""
+    """The plan's time on this machine, from a short timed probe: training steps and forward passes
+    of the user's model on real training batches, four of each, formed as training and evaluation
+    form them (length-grouped training batches in the recipe's precision, length-sorted FP32
+    evaluation batches of ``training.eval_batch_size``) and taken at the quartile midpoints of their padded length (see
+    :func:`probe_batches` and :func:`_timed`), and one forward pass at the timing's batch x length;
+    the probe's optimizer has lr 0, so nothing is trained."""
     import numpy as np
     import torch
 
@@ -331,6 +333,7 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
     from srnet.models.loading import load_classifier, load_tokenizer
     from srnet.tasks import get_task
     from srnet.tasks.loading import load_examples
+    from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler, model_inputs
     from srnet.training.precision import resolve_mixed_precision
 
     recipe = recipe_from_dict({**source.recipe, "name": "probe"})
@@ -345,37 +348,31 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
     batch = recipe.training.batch_size
     model = load_classifier(str(source.weights), task.labels)
     tokenizer = load_tokenizer(str(source.weights), recipe.model.max_length)
-    picks = np.random.default_rng(0).choice(len(train), size=(4, min(batch, len(train))))
-    batches = []
-    for rows in picks:
-        chosen = [train[i] for i in rows]
-        pairs = (
-            [ex.text_a for ex in chosen],
-            [ex.text_b for ex in chosen] if chosen[0].text_b is not None else None,
-        )
-        encoded = tokenizer(
-            *[p for p in pairs if p is not None],
-            truncation=True,
-            padding=True,
-            max_length=recipe.model.max_length,
-            return_tensors="pt",
-        )
-        batches.append({**encoded, "labels": torch.zeros(len(chosen), dtype=torch.long)})
+    dataset = EncodedDataset(train, tokenizer, recipe.model.max_length)
+    collate = Collator(tokenizer)
+    grouped = LengthGroupedBatchSampler(dataset.lengths, batch, recipe.seed, recipe.training.group_by_length)
+    by_length = np.argsort(-np.asarray(dataset.lengths), kind="stable").tolist()
+    eval_batch = recipe.training.eval_batch_size
+    sorted_batches = [by_length[i : i + eval_batch] for i in range(0, len(by_length), eval_batch)]
+    train_batches, forward_batches = (
+        [collate([dataset[i] for i in b]) for b in probe_batches(batches, dataset.lengths)]
+        for batches in (list(grouped), sorted_batches)
+    )
     bf16 = resolve_mixed_precision(recipe.training.mixed_precision) == "bf16"
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the probe changes no weight
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.0)  # lr 0: the probe changes no weight
 
     def step(inputs: dict) -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = model(**inputs).loss
+            loss = model(**model_inputs(model, inputs), labels=inputs["labels"]).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
 
-    def forward(inputs: dict) -> None:
-        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            model(**{k: v for k, v in inputs.items() if k != "labels"})
+    def forward(inputs: dict) -> None:  # in FP32, as evaluation and predictions run
+        with torch.inference_mode():
+            model(**model_inputs(model, inputs))
 
-    step_s, forward_s = _timed(step, batches), _timed(forward, batches)
+    step_s, forward_s = _timed(step, train_batches), _timed(forward, forward_batches)
     vocab = int(model.config.vocab_size)
     timing = {
         "input_ids": torch.randint(min(1000, vocab - 1), vocab, (config.batch, config.length)),
@@ -385,7 +382,6 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
         started = time.perf_counter()
         model(**timing)
         timing_s = time.perf_counter() - started
-    steps_per_epoch = math.ceil(len(train) / batch)
     train_steps = sum(
         _micro_steps(recipe.training, s["set"], len(train))
         for s in sweep["stages"].values()
@@ -393,12 +389,11 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
     )
     evaluations = sum(1 for s in sweep["stages"].values() if s["kind"] in ("train", "evaluate"))
     train_s = train_steps * step_s
-    predict_s = steps_per_epoch * forward_s
-    eval_s = evaluations * math.ceil(n_eval / batch) * forward_s
+    predict_s = math.ceil(len(train) / eval_batch) * forward_s
+    eval_s = evaluations * math.ceil(n_eval / eval_batch) * forward_s
     attack = sweep["stages"].get("attack")
-    attack_s = (
-        len(attack["with"]["runs"]) * config.attack_n * ATTACK_FORWARDS * forward_s / batch if attack else 0.0
-    )
+    per_input_s = forward_s / eval_batch
+    attack_s = len(attack["with"]["runs"]) * config.attack_n * ATTACK_FORWARDS * per_input_s if attack else 0
     bench_s = 2 * (config.rounds + 1) * timing_s
     total = train_s + predict_s + eval_s + attack_s + bench_s
     return {
@@ -424,13 +419,22 @@ def _micro_steps(training: Any, overrides: dict[str, Any], n_train: int) -> int:
     return total_steps(cfg, n_train) * cfg.grad_accum
 
 
+def probe_batches(batches: list[list[int]], lengths: list[int]) -> list[list[int]]:
+    """Four of ``batches`` (lists of example indices), at the midpoints of the quartiles of their
+    padded length (the longest example in each): their mean cost stands for the mean batch's."""
+    ordered = sorted(batches, key=lambda b: max(lengths[i] for i in b))
+    return [ordered[min(int(q * len(ordered)), len(ordered) - 1)] for q in (0.125, 0.375, 0.625, 0.875)]
+
+
 def _timed(call: Callable[[dict], None], batches: list[dict]) -> float:
-    """Mean seconds of ``call`` over ``batches[1:]``, after ``batches[0]`` as a warm-up."""
-    call(batches[0])
-    started = time.perf_counter()
-    for inputs in batches[1:]:
+    """Mean seconds of ``call`` over ``batches``, timed on a second pass after a first that warms
+    each batch's shape up (a shape's first call allocates and builds its kernels)."""
+    for inputs in batches:
         call(inputs)
-    return (time.perf_counter() - started) / (len(batches) - 1)
+    started = time.perf_counter()
+    for inputs in batches:
+        call(inputs)
+    return (time.perf_counter() - started) / len(batches)
 
 
 def compress(
@@ -486,15 +490,17 @@ def compress(
             jobs = plan_sweep(sweep, "compress")
             if dry_run:
                 estimate = estimate_seconds(source, sweep, config)
+                sizing_s = sizing.get("elapsed_s", 0.0)  # the run sizes again, as this dry run did
                 lines = [
                     f"level: {level:.0%} of the heads and FFN neurons of every layer",
                     *describe_plan(jobs),
-                    f"estimate on this machine: {estimate['total_s'] / 60:.1f} min "
-                    f"({estimate['train_steps']} training steps at {estimate['step_s']:.2f} s)",
+                    f"estimate on this machine: {(sizing_s + estimate['total_s']) / 60:.1f} min "
+                    f"(sizing {sizing_s / 60:.1f} min, {estimate['train_steps']} training steps at "
+                    f"{estimate['step_s']:.2f} s)",
                 ]
                 for line in lines:
                     progress(line)
-                return CompressResult(out, level, lines, estimate["total_s"])
+                return CompressResult(out, level, lines, sizing_s + estimate["total_s"])
             atomic_write_json(out / SIZING_FILE, sizing)
             record_sweep(sweep, out / "stages", resume=(out / "stages" / "sweep.yaml").is_file())
             result = execute(jobs, out / "stages", progress=progress)
