@@ -286,6 +286,20 @@ def test_bench_times_the_int8_graph_beside_fp32(tiny_dirs, tmp_path):
 
 
 @needs_onnx
+def test_bench_times_only_the_runtimes_asked_for_beside_the_baseline(tiny_dirs, tmp_path):
+    """``--runtimes onnx-int8``: the first model under torch (every ratio's baseline) and each model's
+    INT8 graph; no FP32 graph and no other model under torch is timed."""
+    out = tmp_path / "bench.json"
+    args = [str(tiny_dirs["bert"]), "--omp", "0.5", "--batch-sizes", "2", "--lengths", "8", "--rounds", "1",
+            "--warmup", "0", "--onnx", "--quantize", "int8", "--runtimes", "onnx-int8", "--out", str(out)]
+    assert main(["bench", *args]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["runtime"] for r in rows] == ["torch", *["onnxruntime-int8"] * 3]  # the CSR variant: torch only
+    assert [r["model"] for r in rows[2:]] == ["omp 50% heads+neurons, shrunk", "omp 50% unstructured"]
+    assert rows[0]["model"] == rows[1]["model"] and rows[0]["speedup"] == 1.0
+
+
+@needs_onnx
 def test_a_run_evaluates_its_final_model_under_onnx_runtime_fp32_and_int8(tiny_dirs, tmp_path):
     """``evaluation.runtime``: the same run scored by PyTorch, by its ONNX graph (checked against
     PyTorch's logits) and by the dynamic INT8 graph (compared with FP32), each recorded in

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from srnet.experiments.verbs.base import Verb, register_verb
 from srnet.experiments.verbs.flags import config_values
 from srnet.export.config import quantize_checked
+from srnet.export.runtimes import RUNTIMES, bench_runtime, runtime_quantize
 from srnet.settings import VerbConfig
 
 
@@ -33,8 +34,32 @@ class BenchConfig(VerbConfig):
                                  description="with --onnx: also time each model's dynamic INT8 ONNX "
                                  "graph (int8: one weight scale per tensor; int8-per-channel)")
 
-    added_later: ClassVar[dict[str, Any]] = {"quantize": None, "omp": []}
+    runtimes: list[str] | None = Field(None, json_schema_extra={"metavar": "RUNTIME"},
+                                       description="time only these runtimes (torch, onnx, onnx-int8, "
+                                       "onnx-int8-per-channel); the first model under torch, the baseline "
+                                       "of every speed-up, is always timed (default: every one set up)")
+
+    added_later: ClassVar[dict[str, Any]] = {"quantize": None, "omp": [], "runtimes": None}
     _quantize = model_validator(mode="after")(quantize_checked)
+
+    @model_validator(mode="after")
+    def _runtimes_set_up(self) -> BenchConfig:
+        """Each of ``runtimes`` is a known runtime that ``onnx`` / ``quantize`` set up."""
+        for runtime in self.runtimes or []:
+            if runtime not in RUNTIMES:
+                raise ValueError(f"--runtimes: '{runtime}' is not one of {list(RUNTIMES)}")
+            quantize = runtime_quantize(runtime)
+            if runtime != "torch" and not (self.onnx and (quantize is None or quantize == self.quantize)):
+                flags = "--onnx" + (f" --quantize {quantize}" if quantize else "")
+                raise ValueError(f"--runtimes {runtime} needs {flags}")
+        return self
+
+    def timed(self, index: int, runtime: str) -> bool:
+        """Whether the bench times candidate ``index`` under ``runtime`` (a bench row name:
+        ``torch``, ``onnxruntime``, ``onnxruntime-<mode>``)."""
+        if self.runtimes is None or (index == 0 and runtime == "torch"):
+            return True
+        return runtime in {bench_runtime(r) for r in self.runtimes}
 
 
 def arguments(p) -> None:

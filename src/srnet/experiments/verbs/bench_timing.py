@@ -214,7 +214,8 @@ def run_bench(candidates: Sequence[Candidate], config: BenchConfig) -> dict[str,
     With ``config.onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
     same interleaved rounds (its row follows the PyTorch row; ``speedup`` is still relative to
     the first candidate under PyTorch); with ``quantize`` its INT8 graph too.  Rows carry ``runtime``
-    ``torch``, ``onnxruntime`` or ``onnxruntime-int8``.
+    ``torch``, ``onnxruntime`` or ``onnxruntime-int8``; with ``config.runtimes``, only those runtimes
+    are timed (and the first candidate under PyTorch).
     """
     sessions = onnx_sessions(candidates, config.quantize) if config.onnx else None
     vocab = int(candidates[0].model.config.vocab_size)
@@ -227,12 +228,14 @@ def run_bench(candidates: Sequence[Candidate], config: BenchConfig) -> dict[str,
                       "attention_mask": torch.ones(batch, length, dtype=torch.long)}
             runs: list[tuple[Candidate, str, Callable[[], object]]] = []
             for i, c in enumerate(candidates):
-                runs.append((c, "torch", partial(c.model, **inputs)))
+                if config.timed(i, "torch"):
+                    runs.append((c, "torch", partial(c.model, **inputs)))
                 for runtime, session, _ in sessions[i] if sessions is not None else []:
                     from srnet.export.onnx import ort_feeds
 
-                    feeds = ort_feeds(session, inputs)
-                    runs.append((c, runtime, partial(session.run, ["logits"], feeds)))
+                    if config.timed(i, runtime):
+                        feeds = ort_feeds(session, inputs)
+                        runs.append((c, runtime, partial(session.run, ["logits"], feeds)))
             timed = time_calls([call for _, _, call in runs], config.rounds, config.warmup)
             medians = [statistics.median(t) for t in timed]
             for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True):

@@ -156,6 +156,7 @@ def size_to_machine(
         threads=config.threads,
         onnx=config.runtime != "torch",
         quantize=runtime_quantize(config.runtime),
+        runtimes=[config.runtime],
     )
     progress(
         f"sizing: timing the dense model and {len(config.levels)} shrunk levels "
@@ -294,6 +295,7 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
             "rounds": config.rounds,
             "onnx": onnx,
             "quantize": quantize,
+            "runtimes": [config.runtime],
         },
     }
     base.update({"output_dir": str(out / "stages")})
@@ -322,9 +324,9 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
     """The plan's time on this machine, from a short timed probe: training steps and forward passes
     of the user's model on real training batches, four of each, formed as training and evaluation
     form them (length-grouped training batches in the recipe's precision, length-sorted FP32
-    evaluation batches of ``training.eval_batch_size``) and taken at the quartile midpoints of their padded length (see
-    :func:`probe_batches` and :func:`_timed`), and one forward pass at the timing's batch x length;
-    the probe's optimizer has lr 0, so nothing is trained."""
+    evaluation batches of ``training.eval_batch_size``) and taken at the quartile midpoints of
+    their padded length (see :func:`probe_batches` and :func:`_timed`), and one forward pass at the
+    timing's batch x length; the probe's optimizer has lr 0, so nothing is trained."""
     import numpy as np
     import torch
 
