@@ -248,8 +248,12 @@ def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_pa
     assert "training.epochs" not in plain["stages"]["student"]["set"]
     assert {k: v for k, v in longer["stages"].items() if k != "student"} == {
         k: v for k, v in plain["stages"].items() if k != "student"}
-    assert estimate_seconds(source, plain, plain_config)["train_steps"] == 4
-    assert estimate_seconds(source, longer, longer_config)["train_steps"] == 3 * 4  # 3 epochs of 4 batches
+    plain_estimate, longer_estimate = (estimate_seconds(source, plain, plain_config),
+                                       estimate_seconds(source, longer, longer_config))
+    assert plain_estimate["train_steps"] == 4
+    assert longer_estimate["train_steps"] == 3 * 4  # 3 epochs of 4 batches
+    # the dev split is scored once per epoch during training (eval_every unset) and counted so
+    assert (plain_estimate["dev_evaluations"], longer_estimate["dev_evaluations"]) == (1, 3)
 
 
 @pytest.mark.parametrize(("distill", "params"), [

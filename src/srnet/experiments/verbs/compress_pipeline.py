@@ -336,16 +336,16 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
     from srnet.tasks import get_task
     from srnet.tasks.loading import load_examples
     from srnet.training.data import Collator, EncodedDataset, LengthGroupedBatchSampler, model_inputs
+    from srnet.training.loop import total_steps
     from srnet.training.precision import resolve_mixed_precision
 
     recipe = recipe_from_dict({**source.recipe, "name": "probe"})
     task = get_task(recipe.task)
     base_dir = data_base_dir(recipe)
     train = load_examples(task, recipe.data.train, base_dir=base_dir)
-    n_eval = sum(
-        len(load_examples(task, s, base_dir=base_dir))
-        for s in [recipe.data.dev, *recipe.data.eval, *recipe.data.challenge]
-        if s is not None
+    n_dev = len(load_examples(task, recipe.data.dev, base_dir=base_dir)) if recipe.data.dev is not None else 0
+    n_eval = n_dev + sum(
+        len(load_examples(task, s, base_dir=base_dir)) for s in [*recipe.data.eval, *recipe.data.challenge]
     )
     batch = recipe.training.batch_size
     model = load_classifier(str(source.weights), task.labels)
@@ -384,15 +384,18 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
         started = time.perf_counter()
         model(**timing)
         timing_s = time.perf_counter() - started
-    train_steps = sum(
-        _micro_steps(recipe.training, s["set"], len(train))
-        for s in sweep["stages"].values()
-        if s["kind"] == "train"
-    )
-    evaluations = sum(1 for s in sweep["stages"].values() if s["kind"] in ("train", "evaluate"))
+    stages = sweep["stages"].values()
+    trained = [_stage_training(recipe.training, s["set"]) for s in stages if s["kind"] == "train"]
+    train_steps = sum(total_steps(cfg, len(train)) * cfg.grad_accum for cfg in trained)
+    dev_evaluations = sum(_dev_evaluations(cfg, len(train)) for cfg in trained) if n_dev else 0
+    evaluations = sum(1 for s in stages if s["kind"] in ("train", "evaluate"))
     train_s = train_steps * step_s
-    predict_s = math.ceil(len(train) / eval_batch) * forward_s
-    eval_s = evaluations * math.ceil(n_eval / eval_batch) * forward_s
+
+    def batches_of(n: int) -> int:
+        return math.ceil(n / eval_batch)
+
+    predict_s = batches_of(len(train)) * forward_s
+    eval_s = (evaluations * batches_of(n_eval) + dev_evaluations * batches_of(n_dev)) * forward_s
     attack = sweep["stages"].get("attack")
     per_input_s = forward_s / eval_batch
     attack_s = len(attack["with"]["runs"]) * config.attack_n * ATTACK_FORWARDS * per_input_s if attack else 0
@@ -408,17 +411,26 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
         "step_s": step_s,
         "forward_s": forward_s,
         "train_steps": train_steps,
+        "dev_evaluations": dev_evaluations,
     }
 
 
-def _micro_steps(training: Any, overrides: dict[str, Any], n_train: int) -> int:
-    """Forward/backward passes of a train stage: the recipe's training section with the stage's
-    ``training.*`` keys applied (``--recovery-epochs`` on the student)."""
+def _stage_training(training: Any, overrides: dict[str, Any]) -> Any:
+    """The recipe's training section with a train stage's ``training.*`` keys applied
+    (``--recovery-epochs`` on the student)."""
+    keys = {k.removeprefix("training."): v for k, v in overrides.items() if k.startswith("training.")}
+    return training.model_copy(update=keys)
+
+
+def _dev_evaluations(training: Any, n_train: int) -> int:
+    """Dev-split evaluations during a train stage: every ``eval_every`` optimizer steps (default:
+    once per epoch) and at the last step, as the training loop does them."""
     from srnet.training.loop import total_steps
 
-    keys = {k.removeprefix("training."): v for k, v in overrides.items() if k.startswith("training.")}
-    cfg = training.model_copy(update=keys)
-    return total_steps(cfg, n_train) * cfg.grad_accum
+    steps = total_steps(training, n_train)
+    per_epoch = math.ceil(math.ceil(n_train / training.batch_size) / training.grad_accum)
+    every = training.eval_every or max(1, per_epoch)
+    return math.ceil(steps / every)
 
 
 def probe_batches(batches: list[list[int]], lengths: list[int]) -> list[list[int]]:
