@@ -22,6 +22,14 @@ RUNTIME_QUANTIZE: dict[str, str | None] = {
 RUNTIMES = tuple(RUNTIME_QUANTIZE)
 
 
+def known_runtime(value: str, flag: str) -> str:
+    """``value`` when it names a runtime; else a ValueError naming ``flag`` and the runtimes (the
+    one line a config validator gives)."""
+    if value not in RUNTIMES:
+        raise ValueError(f"{flag} {value}: not one of {', '.join(RUNTIMES)}")
+    return value
+
+
 def runtime_quantize(runtime: str) -> str | None:
     """The quantization ``runtime`` scores with (``int8`` for ``onnx-int8``), or None for FP32."""
     return RUNTIME_QUANTIZE[runtime]

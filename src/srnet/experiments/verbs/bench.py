@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from srnet.experiments.verbs.base import Verb, register_verb
 from srnet.experiments.verbs.flags import config_values
 from srnet.export.config import quantize_checked
-from srnet.export.runtimes import RUNTIMES, bench_runtime, runtime_quantize
+from srnet.export.runtimes import bench_runtime, known_runtime, runtime_quantize
 from srnet.settings import VerbConfig
 
 
@@ -46,9 +46,7 @@ class BenchConfig(VerbConfig):
     def _runtimes_set_up(self) -> BenchConfig:
         """Each of ``runtimes`` is a known runtime that ``onnx`` / ``quantize`` set up."""
         for runtime in self.runtimes or []:
-            if runtime not in RUNTIMES:
-                raise ValueError(f"--runtimes: '{runtime}' is not one of {list(RUNTIMES)}")
-            quantize = runtime_quantize(runtime)
+            quantize = runtime_quantize(known_runtime(runtime, "--runtimes"))
             if runtime != "torch" and not (self.onnx and (quantize is None or quantize == self.quantize)):
                 flags = "--onnx" + (f" --quantize {quantize}" if quantize else "")
                 raise ValueError(f"--runtimes {runtime} needs {flags}")

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from srnet.export.runtimes import RUNTIMES
+from srnet.export.runtimes import RUNTIMES, known_runtime
 from srnet.settings import VerbConfig
 
 GATE_FAILED_EXIT = 3
@@ -94,9 +94,7 @@ class CompressConfig(VerbConfig):
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, value: str) -> str:
-        if value not in RUNTIMES:
-            raise ValueError(f"--runtime {value}: not one of {', '.join(RUNTIMES)}")
-        return value
+        return known_runtime(value, "--runtime")
 
     @field_validator("recovery_distill")
     @classmethod
