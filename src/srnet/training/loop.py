@@ -80,6 +80,12 @@ def total_steps(cfg: TrainingConfig, num_examples: int, num_processes: int = 1) 
     return max(1, math.ceil(per_epoch * cfg.epochs))
 
 
+def eval_interval(cfg: TrainingConfig, batches_per_epoch: int) -> int:
+    """Optimizer steps between dev evaluations: ``eval_every``, else once per epoch (the loop also
+    evaluates at its last step)."""
+    return cfg.eval_every or max(1, math.ceil(batches_per_epoch / cfg.grad_accum))
+
+
 def mask_digest(masks: dict[str, torch.Tensor]) -> int:
     """A 63-bit digest of a mask set (names, shapes and bits), to compare masks across processes."""
     h = hashlib.sha256()
@@ -210,7 +216,7 @@ class Trainer:
         if resume:
             self._resume()
         cfg = self.cfg
-        eval_every = cfg.eval_every or max(1, math.ceil(len(self.loader) / cfg.grad_accum))
+        eval_every = eval_interval(cfg, len(self.loader))
         save_every = cfg.checkpoint_every or eval_every
         bar = tqdm(total=self.steps, initial=self.state.step, desc="train", dynamic_ncols=True,
                    disable=not self.accelerator.is_main_process)

@@ -425,12 +425,10 @@ def _stage_training(training: Any, overrides: dict[str, Any]) -> Any:
 def _dev_evaluations(training: Any, n_train: int) -> int:
     """Dev-split evaluations during a train stage: every ``eval_every`` optimizer steps (default:
     once per epoch) and at the last step, as the training loop does them."""
-    from srnet.training.loop import total_steps
+    from srnet.training.loop import eval_interval, total_steps
 
-    steps = total_steps(training, n_train)
-    per_epoch = math.ceil(math.ceil(n_train / training.batch_size) / training.grad_accum)
-    every = training.eval_every or max(1, per_epoch)
-    return math.ceil(steps / every)
+    every = eval_interval(training, math.ceil(n_train / training.batch_size))
+    return math.ceil(total_steps(training, n_train) / every)
 
 
 def probe_batches(batches: list[list[int]], lengths: list[int]) -> list[list[int]]:
