@@ -606,3 +606,30 @@ def test_an_export_scored_per_channel_quantizes_its_shipped_fp32_graph_with_one_
     rows = api.bench([str(resaved)], batch_sizes=[1], lengths=[8], rounds=1, warmup=0, onnx=True,
                      quantize="int8-per-channel")["rows"]
     assert [r["runtime"] for r in rows] == ["torch", "onnxruntime", "onnxruntime-int8-per-channel"]
+
+
+@needs_onnx
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_graph_is_traced_with_eager_attention_and_the_model_keeps_its_own(family, tiny_dirs):
+    """``onnx_bytes`` traces eager attention (ONNX Runtime runs it faster than the sdpa trace):
+    another graph than the model's own attention gives, as exact, and the model runs sdpa after."""
+    from srnet.export.onnx import check_onnx, onnx_bytes, ort_session
+
+    model = load(tiny_dirs[family])
+    assert model.config._attn_implementation == "sdpa"
+    eager, own = onnx_bytes(model), onnx_bytes(model, attention=None)
+    assert eager != own
+    assert model.config._attn_implementation == "sdpa"
+    assert check_onnx(model, ort_session(eager)) < 1e-4
+    assert check_onnx(model, ort_session(own)) < 1e-4
+    inputs = batch(model, 4, 12)
+    with torch.no_grad():
+        want = model(**inputs).logits.numpy()
+    np.testing.assert_allclose(ort_logits_bytes(eager, inputs), want, atol=1e-4)
+
+
+def ort_logits_bytes(graph: bytes, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(graph, providers=["CPUExecutionProvider"])
+    return session.run(["logits"], {k: v.numpy() for k, v in inputs.items()})[0]
