@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -478,3 +479,23 @@ def test_executor_flags_that_cannot_work_are_refused_before_anything_is_written(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
     assert not out.exists()
+
+
+def test_a_stage_that_is_another_stages_run_is_named_not_silently_dropped(tmp_path, caplog):
+    """Two stages with equal keys are one run: the second has no folder of its own. Planning says so
+    (once, naming both), and ``--only`` accepts the second name, running the shared job."""
+    stages = {"ft": {"kind": "train"},
+              "pair": {"kind": "train", "set": {"model.init_from": "@ft", "training.max_steps": 3}},
+              "again": {"kind": "train", "set": {"model.init_from": "@ft", "training.max_steps": 3}}}
+    path = sweep_file(tmp_path, "m", stages, {"seed": [1, 2]})
+    with caplog.at_level(logging.WARNING, logger="srnet.experiments.sweep.plan"):
+        full = api.sweep(path, dry_run=True, progress=lambda _: None)
+    assert [(job.name, job.grid["seed"]) for job in full.jobs] == [
+        ("ft", 1), ("pair", 1), ("ft", 2), ("pair", 2)]
+    warned = [r.getMessage() for r in caplog.records if "is the same run as" in r.getMessage()]
+    assert warned == [f"{path}: stage 'again' is the same run as stage 'pair' (same kind, recipe, parameters "
+                      f"and inputs): it runs once, in {tmp_path / 'out' / 'pair'}; change a setting to make "
+                      "it a run of its own"]
+    only = api.sweep(path, dry_run=True, only=["again"], progress=lambda _: None)
+    assert [(job.name, job.grid["seed"]) for job in only.jobs] == [
+        ("ft", 1), ("pair", 1), ("ft", 2), ("pair", 2)]

@@ -13,6 +13,7 @@ import copy
 import hashlib
 import itertools
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ from srnet.experiments.refs import intermediate_refs, resolve_gathered_refs, res
 from srnet.experiments.sweep.stages import get_stage
 from srnet.io import atomic_write_text, read_yaml
 from srnet.rundir.layout import COMPLETE
+
+log = logging.getLogger(__name__)
 
 RECORD = "sweep.yaml"
 
@@ -78,6 +81,9 @@ class Job:
     module: str = ""
     """The module that registers the stage's kind: a worker imports it (by name, as it would a
     plug-in) before looking the kind up, so a kind may be registered by the verb above it."""
+    aliases: list[str] = field(default_factory=list)
+    """Other stages of the sweep that are this same run (equal key: the same kind, semantic recipe,
+    parameters and inputs): they have no folder of their own; ``--only`` accepts their names."""
 
     @property
     def label(self) -> str:
@@ -166,6 +172,8 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
             own_grid = {k: v for k, v in point.items() if _grid_target(k, sweep)[0] in shaping}
             if key in jobs:  # shared: keep only the grid values that all its points agree on
                 jobs[key].grid = {k: v for k, v in jobs[key].grid.items() if own_grid.get(k) == v}
+                if name not in (jobs[key].name, *jobs[key].aliases):
+                    jobs[key].aliases.append(name)
                 continue
             outputs = {d: _output(jobs[keys[d]]) for d in deps}
             jobs[key] = Job(
@@ -177,20 +185,31 @@ def plan_sweep(data: dict[str, Any], source: str) -> list[Job]:
     for name in gathering:
         job = _gather(name, sweep, points, jobs, out, source)
         jobs.setdefault(job.key, job)
+    _warn_aliases(list(jobs.values()), source)
     return list(jobs.values())
+
+
+def _warn_aliases(jobs: list[Job], source: str) -> None:
+    """One line for each stage planned to another stage's runs (equal keys): it would otherwise run
+    nothing of its own, silently."""
+    shared = {(alias, job.name, str(job.folder.parent)) for job in jobs for alias in job.aliases}
+    for alias, name, folder in sorted(shared):
+        log.warning("%s: stage '%s' is the same run as stage '%s' (same kind, recipe, parameters and "
+                    "inputs): it runs once, in %s; change a setting to make it a run of its own",
+                    source, alias, name, folder)
 
 
 def only_stages(jobs: list[Job], names: list[str], source: str) -> list[Job]:
     """The jobs of the stages ``names`` (at every grid point) and every job they need, transitively,
     in plan order: ``srnet sweep --only`` runs a study's decisive stages first; the rest wait, under
     the same keys, for a later run of the whole sweep. One line for a name the sweep has no stage of."""
-    known = sorted({job.name for job in jobs})
+    known = sorted({stage for job in jobs for stage in (job.name, *job.aliases)})
     for name in names:
         if name not in known:
             raise SrnetError(f"{source}: --only {name}: no such stage (stages: {', '.join(known)})")
     by_key = {job.key: job for job in jobs}
     wanted: set[str] = set()
-    todo = [job.key for job in jobs if job.name in names]
+    todo = [job.key for job in jobs if {job.name, *job.aliases} & set(names)]
     while todo:
         key = todo.pop()
         if key not in wanted:
