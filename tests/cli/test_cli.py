@@ -23,7 +23,7 @@ def test_info(capsys):
     assert info["packages"]["torch"].startswith("2.13")
     assert info["default_model_path"].endswith("model")
     # the CPU is recorded beside the versions: bf16 / int8 kernels differ between CPUs
-    from srnet.rundir.layout import cpu_model
+    from srnet.machine import cpu_model
     assert info["cpu"] == cpu_model() and info["cpu"]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from srnet.errors import NeedsOption, SrnetError
+from srnet.machine import cpu_model
 from srnet.training.checkpoint import TrainerFiles
 
 PACKAGES = ("srnet", "torch", "transformers", "accelerate", "datasets", "tokenizers",
@@ -150,18 +151,6 @@ class RunDir:
             target.root.rename(old)
         self.root.rename(target.root)
         shutil.rmtree(old, ignore_errors=True)
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``): bf16 and int8 kernels, and so the last digits of a
-    run's figures, differ between CPUs."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def environment() -> dict:

@@ -9,26 +9,15 @@ emulated bf16 CPU step is slower than fp32, and Accelerate's fp16 needs a GPU.
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 
 from srnet.errors import SrnetError
+from srnet.machine import cpu_flags
 
 CPU_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
-
-
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The CPU feature flags Linux lists in ``/proc/cpuinfo`` (``flags``, or ARM's ``Features``);
-    empty where the file is absent."""
-    try:
-        text = Path(cpuinfo).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return frozenset()
-    return frozenset(flag for line in text.splitlines() for key, _, value in [line.partition(":")]
-                     if key.strip() in ("flags", "Features") for flag in value.split())
 
 
 @cache

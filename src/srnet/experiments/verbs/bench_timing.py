@@ -291,7 +291,7 @@ in words: without VNNI they multiply through 16-bit intermediates and gain littl
 
 def cpu_int8_features() -> dict[str, Any]:
     """Which of :data:`INT8_FLAGS` this CPU has, and the fastest path, in words."""
-    from srnet.training.precision import cpu_flags
+    from srnet.machine import cpu_flags
 
     flags = cpu_flags()
     have = [flag for flag in INT8_FLAGS if flag in flags]
