@@ -197,6 +197,30 @@ def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
     assert sizing["level"] == first
 
 
+def test_the_sizing_times_the_levels_under_the_runtime_and_the_dense_model_under_pytorch_only(
+        finetuned, monkeypatch):
+    """The sizing compares each level's graph with dense PyTorch FP32: the dense model's own graphs
+    would be exported, quantized and timed for nothing."""
+    from srnet.experiments.verbs import bench_timing
+    from srnet.experiments.verbs.compress_pipeline import resolve_source, size_to_machine
+
+    rows = []
+
+    def recording(candidates, config):
+        result = real(candidates, config)
+        rows.extend((row["model"], row["runtime"]) for row in result["rows"])
+        return result
+
+    real = bench_timing.run_bench
+    monkeypatch.setattr(bench_timing, "run_bench", recording)
+    config = CompressConfig(sparsity=0.5, levels=[0.25, 0.5], rounds=1, batch=2, length=16,
+                            runtime="onnx-int8-per-channel")
+    sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
+    assert [runtime for _, runtime in rows] == ["torch", "onnxruntime-int8-per-channel",
+                                                "onnxruntime-int8-per-channel"]
+    assert rows[0][0] == str(finetuned / "model") and [p["level"] for p in sizing["curve"]] == [0.25, 0.5]
+
+
 @pytest.mark.parametrize("runtime", ["torch", "onnx", "onnx-int8", "onnx-int8-per-channel"])
 def test_the_runtime_reaches_the_export_the_shipped_scoring_and_the_bench(finetuned, tmp_path, runtime):
     """``--runtime`` sets the graphs the export writes, the runtime its file is scored under and the

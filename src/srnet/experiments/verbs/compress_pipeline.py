@@ -30,6 +30,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -166,7 +167,8 @@ def size_to_machine(
         torch.set_num_threads(config.threads)
         dense = load_candidate(str(source.weights))
         variants = omp_variants(dense, config.levels, granularities=("head+neuron",))
-        result = run_bench([dense, *variants], bench_config)
+        baseline = replace(dense, onnx=False)  # dense PyTorch FP32: its graphs would go unused
+        result = run_bench([baseline, *variants], bench_config)
     finally:
         torch.set_num_threads(before)
     wanted = bench_runtime(config.runtime)
