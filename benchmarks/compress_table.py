@@ -1,7 +1,8 @@
 """The 3-seed study of ``srnet compress``'s default (issue 50), answered from its committed records.
 
 Reads ``<folder>/<stage>/<key>/{stage.json,compress.json}`` (a compress stage of the sweep, ``fast``
-unless ``--stage`` names another, one per seed)
+unless ``--stage`` names another, one per seed; or ``<folder>/<stage>/s<seed>/compress.json``,
+``srnet compress`` run by hand into a folder named by the seed)
 and prints, in points on the ID split (hard = the pairs the bias model gets wrong):
 
 * each seed's level, measured speed-up (and the sizing's curve), the gates and whether it passed;
@@ -63,6 +64,9 @@ def load(folder: Path, stage: str = "fast") -> dict[int, tuple[dict, Path]]:
         if record.is_file():
             seed = json.loads(stage_file.read_text())["grid"]["seed"]
             records[seed] = (json.loads(record.read_text()), stage_file.parent)
+    for record in sorted(folder.glob(f"{stage}/s*/compress.json")):
+        if re.fullmatch(r"s\d+", record.parent.name) and not (record.parent / "stage.json").is_file():
+            records[int(record.parent.name[1:])] = (json.loads(record.read_text()), record.parent)
     return records
 
 

@@ -85,6 +85,21 @@ def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkey
     assert "2.50x, 2.50x, 2.50x" in text and "2.20x" not in text
 
 
+def test_compressions_run_by_hand_are_found_by_their_seed_folders(tmp_path, monkeypatch):
+    """``srnet compress`` run by hand per seed (no sweep, so no stage.json): ``<stage>/s<seed>/``."""
+    for seed, hard in ((1, 0.61), (2, 0.58), (3, 0.60)):
+        write_seed(tmp_path, seed, hard, 2.4, name="byhand")
+        (tmp_path / "byhand" / f"key{seed}" / "stage.json").unlink()
+        (tmp_path / "byhand" / f"key{seed}").rename(tmp_path / "byhand" / f"s{seed}")
+    (tmp_path / "byhand" / "notes").mkdir()  # not a seed folder: ignored
+    (tmp_path / "byhand" / "notes" / "compress.json").write_text("{}")
+    monkeypatch.setattr(sys, "argv", ["compress_table.py", str(tmp_path), "--stage", "byhand"])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        script("compress_table").main()
+    assert "| hard | +1.0, -2.0, +0.0 | -0.3 ± 1.5 | >= +0.0 | no |" in printed.getvalue().splitlines()
+
+
 MNLI_PAGE = "docs/studies/compress_mnli_cpu.md"
 
 
@@ -92,7 +107,9 @@ MNLI_PAGE = "docs/studies/compress_mnli_cpu.md"
     ("compress_mnli_cpu", MNLI_PAGE, "fast", None, []),
     ("compress_mnli_cpu", MNLI_PAGE, "fast_int8", "compress_int8_control", []),
     ("compress_mnli_cpu", MNLI_PAGE, "fast_int8", None, ["compress_int8pc", "compress_int8emb"]),
-    ("compress_synthetic_kd", "docs/compress.md", "fast_pc_none", None, [])])
+    ("compress_synthetic_kd", "docs/compress.md", "fast_pc_none", None, []),
+    ("compress_synthetic_kd_eager", "docs/compress.md", "fast_pc_none_eager", None, []),
+    ("compress_mnli_cpu_intel", MNLI_PAGE, "fast_int8pc", None, [])])
 def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(
         monkeypatch, study, page, stage, controls, rescored):
     import re
