@@ -6,8 +6,8 @@ shrunk models as they are (their attention reshapes with ``view(..., -1, head_si
 per-layer head counts are baked into the weights' shapes, not into the graph).  The trace uses the
 model's eager attention (matmul, softmax, matmul; :func:`attention_as`), whatever the model runs
 with in PyTorch: ONNX Runtime runs that graph faster than the traced ``sdpa`` one (per-channel
-INT8 of the 30% MNLI student, one thread, Intel Xeon with AVX512-VNNI: 1.15x at batch 32 x 128,
-1.09x at batch 1; ``benchmarks/bench_attention_export.py``).  Inputs are
+INT8 of the 30% MNLI student, one thread, Intel Xeon with AVX512-VNNI: 1.19x at batch 32 x 128,
+1.11x at batch 1; ``benchmarks/bench_attention_export.py``).  Inputs are
 ``input_ids``, ``attention_mask`` and, for models with more than one token type (BERT, ELECTRA),
 ``token_type_ids``, all int64 ``[batch, sequence]`` with both axes dynamic; the output is
 ``logits`` ``[batch, num_labels]``.
