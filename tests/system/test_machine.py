@@ -24,3 +24,16 @@ def test_arm_features_count_as_flags_and_a_missing_file_gives_none(tmp_path):
     assert cpu_model(str(arm)) == (platform.processor() or "unknown")
     assert cpu_flags(str(tmp_path / "missing")) == frozenset()
     assert cpu_model(str(tmp_path / "missing")) == (platform.processor() or "unknown")
+
+
+def test_the_fastest_int8_path_is_named_when_a_cpu_has_several(tmp_path):
+    """A CPU with AVX-VNNI and AVX512-VNNI (this session's Xeon) has the 512-bit one as its best."""
+    from srnet.experiments.verbs.bench_timing import cpu_int8_features
+
+    path = tmp_path / "cpuinfo"
+    path.write_text("flags\t: fpu avx2 avx512_vnni avx_vnni\n")
+    assert cpu_int8_features(str(path)) == {"flags": ["avx2", "avx_vnni", "avx512_vnni"],
+                                            "best": "AVX512-VNNI (one-instruction int8 dot products)"}
+    path.write_text("flags\t: fpu avx2\n")
+    assert cpu_int8_features(str(path))["best"].startswith("AVX2")
+    assert cpu_int8_features(str(tmp_path / "missing"))["best"] == "unknown (no /proc/cpuinfo flags)"

@@ -26,6 +26,7 @@ from torch import nn
 
 from srnet.errors import SrnetError
 from srnet.experiments.verbs.bench import BenchConfig
+from srnet.machine import CPUINFO, cpu_flags
 
 
 @dataclass(frozen=True)
@@ -281,18 +282,18 @@ def bench_environment() -> dict[str, Any]:
 
 INT8_FLAGS = {
     "avx2": "AVX2 (int8 dot products through 16-bit intermediates)",
-    "avx512_vnni": "AVX512-VNNI (one-instruction int8 dot products)",
     "avx_vnni": "AVX-VNNI (VNNI on 256-bit registers)",
+    "avx512_vnni": "AVX512-VNNI (one-instruction int8 dot products)",
     "amx_int8": "AMX-INT8 (int8 matrix tiles)",
 }
 """The CPU flags (``/proc/cpuinfo``) that decide how fast ONNX Runtime's INT8 matrix products run,
-in words: without VNNI they multiply through 16-bit intermediates and gain little over FP32."""
+slowest path first, in words: without VNNI they multiply through 16-bit intermediates and gain
+little over FP32."""
 
 
-def cpu_int8_features() -> dict[str, Any]:
-    """Which of :data:`INT8_FLAGS` this CPU has, and the fastest path, in words."""
-    from srnet.machine import cpu_flags
-
-    flags = cpu_flags()
+def cpu_int8_features(cpuinfo: str = CPUINFO) -> dict[str, Any]:
+    """Which of :data:`INT8_FLAGS` this CPU has (``cpuinfo``: the file listing its flags), and the
+    fastest path, in words."""
+    flags = cpu_flags(cpuinfo)
     have = [flag for flag in INT8_FLAGS if flag in flags]
     return {"flags": have, "best": INT8_FLAGS[have[-1]] if have else "unknown (no /proc/cpuinfo flags)"}
