@@ -20,7 +20,8 @@ from srnet.experiments.sweep.plan import load_sweep, plan_sweep
 REPO = Path(__file__).resolve().parents[2]
 STUDIES = sorted((REPO / "recipes" / "studies").glob("*.yaml"))
 RECORDED_ELSEWHERE = {"robust_tickets_3seeds_cpu": ["robust_tickets_attacks_cpu"],
-                      "sparse_fast": ["sparse_fast_h200"], "sparse_fast_w7": ["sparse_fast_w7_h200"]}
+                      "sparse_fast": ["sparse_fast_h200"], "sparse_fast_w7": ["sparse_fast_w7_h200"],
+                      "compress_mnli_cpu": ["compress_mnli_cpu_intel"]}
 """Studies whose records (a re-run) are also kept under another results folder."""
 
 
