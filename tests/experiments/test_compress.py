@@ -295,8 +295,10 @@ def test_recovery_distill_sets_the_students_objective_and_nothing_else(finetuned
                             tmp_path / "b")
     objective = chosen["stages"]["student"]["set"]["objective"]
     assert objective == {"name": "kd", "params": params}
+    unread = {"teacher_pred"} if distill == "none" else set()  # no distillation: no predictions to read
     assert {k: v for k, v in chosen["stages"].items() if k != "student"} == {
-        k: v for k, v in default["stages"].items() if k != "student"}
+        k: v for k, v in default["stages"].items() if k not in {"student", *unread}}
+    assert ("teacher" in chosen["stages"]["student"]["set"]["loss"]) == (distill != "none")
     assert distillation(ObjectiveConfig(**objective)) == distill  # what the record reads back
 
 

@@ -11,7 +11,8 @@ stage                   what it does
 ``bias_fit``            fits the bias model out-of-fold (when ``--bias`` names a feature)
 ``dense``               evaluates the user's model as given (the card's "original" row)
 ``teacher``             dense PoE, one epoch from the user's model (only with a bias)
-``teacher_pred``        the teacher's training-split predictions (the distillation target)
+``teacher_pred``        the teacher's training-split predictions (the distillation target; not with
+                        ``--recovery-distill none``)
 ``student``             OMP-gradient head+neuron cut at the chosen level on the teacher's weights,
                         then a recovery of the recipe's epochs or ``--recovery-epochs`` (PoE, CE
                         without bias; + KD at T 2 or ``--recovery-distill``; lr 5e-5)
@@ -224,10 +225,12 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
             },
         }
         teacher = "@teacher"
-    stages["teacher_pred"] = {"kind": "predict", "with": {"run": teacher, "split": "train"}}
+    distil = config.recovery_distill != "none"  # without distillation nothing reads the predictions
+    if distil:
+        stages["teacher_pred"] = {"kind": "predict", "with": {"run": teacher, "split": "train"}}
     loss = {
         "name": "poe" if debias else "ce",
-        "teacher": "@teacher_pred",
+        **({"teacher": "@teacher_pred"} if distil else {}),
         **(
             {"bias_predictions": shared.pop("loss.bias_predictions")}
             if "loss.bias_predictions" in shared
@@ -396,7 +399,7 @@ def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConf
     def batches_of(n: int) -> int:
         return math.ceil(n / eval_batch)
 
-    predict_s = batches_of(len(train)) * forward_s
+    predict_s = batches_of(len(train)) * forward_s * sum(1 for s in stages if s["kind"] == "predict")
     eval_s = (evaluations * batches_of(n_eval) + dev_evaluations * batches_of(n_dev)) * forward_s
     attack = sweep["stages"].get("attack")
     per_input_s = forward_s / eval_batch
