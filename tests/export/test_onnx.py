@@ -70,10 +70,12 @@ def batch(model, size: int, length: int, seed: int = 0) -> dict[str, torch.Tenso
     return out
 
 
-def ort_logits(path, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+def ort_logits(graph, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+    """ONNX Runtime's logits of ``graph`` (a file path, or the graph's bytes)."""
     import onnxruntime as ort
 
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    source = graph if isinstance(graph, bytes) else str(graph)
+    session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
     return session.run(["logits"], {k: v.numpy() for k, v in inputs.items()})[0]
 
 
@@ -625,11 +627,4 @@ def test_the_graph_is_traced_with_eager_attention_and_the_model_keeps_its_own(fa
     inputs = batch(model, 4, 12)
     with torch.no_grad():
         want = model(**inputs).logits.numpy()
-    np.testing.assert_allclose(ort_logits_bytes(eager, inputs), want, atol=1e-4)
-
-
-def ort_logits_bytes(graph: bytes, inputs: dict[str, torch.Tensor]) -> np.ndarray:
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(graph, providers=["CPUExecutionProvider"])
-    return session.run(["logits"], {k: v.numpy() for k, v in inputs.items()})[0]
+    np.testing.assert_allclose(ort_logits(eager, inputs), want, atol=1e-4)
