@@ -91,7 +91,7 @@ def test_shrunk_onnx_export_gives_the_masked_logits(tiny_dirs, tmp_path, family)
     out = api.export_masked(str(tiny_dirs[family]), tmp_path / "m.safetensors", tmp_path / "out",
                             shrink=True, onnx=True)
     info = json.loads((out / EXPORT_INFO_FILENAME).read_text())["onnx"]
-    assert info["file"] == "model.onnx" and info["outputs"] == ["logits"]
+    assert info["file"] == "model.onnx" and info["outputs"] == ["logits"] and info["attention"] == "eager"
     assert info["inputs"] == input_names(model) == (
         ["input_ids", "attention_mask"] if family in ("distilbert", "roberta-1type") else
         ["input_ids", "attention_mask", "token_type_ids"])
@@ -615,12 +615,13 @@ def test_an_export_scored_per_channel_quantizes_its_shipped_fp32_graph_with_one_
 def test_the_graph_is_traced_with_eager_attention_and_the_model_keeps_its_own(family, tiny_dirs):
     """``onnx_bytes`` traces eager attention (ONNX Runtime runs it faster than the sdpa trace):
     another graph than the model's own attention gives, as exact, and the model runs sdpa after."""
-    from srnet.export.onnx import check_onnx, onnx_bytes, ort_session
+    from srnet.export.onnx import check_onnx, onnx_bytes, ort_session, traced_attention
 
     model = load(tiny_dirs[family])
     assert model.config._attn_implementation == "sdpa"
     eager, own = onnx_bytes(model), onnx_bytes(model, attention=None)
     assert eager != own
+    assert (traced_attention(model), traced_attention(model, None)) == ("eager", "sdpa")
     assert model.config._attn_implementation == "sdpa"
     assert check_onnx(model, ort_session(eager)) < 1e-4
     assert check_onnx(model, ort_session(own)) < 1e-4

@@ -57,6 +57,8 @@ QUANT_PROBE_SHAPE = (64, 32)  # batch, length of the INT8-vs-FP32 comparison
 OPSET = 17
 ATOL = 1e-4
 TRACE_SHAPE = (2, 8)  # batch, length of the traced example
+TRACED_ATTENTION = "eager"
+"""The attention every export traces (:func:`attention_as`), whatever the model runs in PyTorch."""
 PROBE_SHAPE = (3, 11)  # batch, length of the check: other sizes than the trace, so the axes are dynamic
 
 
@@ -130,7 +132,16 @@ def attention_as(model: nn.Module, implementation: str | None) -> Iterator[None]
         setter(before)
 
 
-def onnx_bytes(model: nn.Module, attention: str | None = "eager") -> bytes:
+def traced_attention(model: nn.Module, attention: str | None = TRACED_ATTENTION) -> str | None:
+    """The attention implementation :func:`onnx_bytes` traces ``model`` with (what
+    ``srnet_export.json`` records as ``attention``): ``attention`` where the model can switch to
+    it (:func:`attention_as`), else the model's own; None when the model names none."""
+    own = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    switchable = attention is not None and own is not None and hasattr(model, "set_attn_implementation")
+    return attention if switchable else own
+
+
+def onnx_bytes(model: nn.Module, attention: str | None = TRACED_ATTENTION) -> bytes:
     """``model`` (a sequence classifier) as an ONNX graph, traced in eval mode with its
     ``attention`` implementation (:func:`attention_as`; None: the one it runs with)."""
     require_onnx()
@@ -438,7 +449,8 @@ def export_onnx(model: nn.Module, path: str | Path, quantize: str | None = None)
     checked = checked_graph(model, quantize)
     Path(path).write_bytes(checked.graph.data)
     info = {"file": Path(path).name, "opset": OPSET, "inputs": input_names(model), "outputs": ["logits"],
-            "dynamic_axes": ["batch", "sequence"], "onnxruntime": ort.__version__, "check": checked.check}
+            "dynamic_axes": ["batch", "sequence"], "attention": traced_attention(model),
+            "onnxruntime": ort.__version__, "check": checked.check}
     if checked.int8 is not None:
         target = Path(path).with_name(INT8_FILENAME)
         target.write_bytes(checked.int8.data)
