@@ -462,3 +462,24 @@ def test_a_fused_family_compresses_end_to_end(tmp_path):
     count = lambda m: sum(p.numel() for layer in m.model.layers for p in layer.parameters())  # noqa: E731
     assert count(small) < 0.6 * count(dense)
     assert "trust_remote_code=True" in (out / "model" / "README.md").read_text()
+
+
+def test_the_sweep_stage_prints_what_the_cli_prints(compressed, finetuned, capsys):
+    """A study's compress stage ends with the CLI's summary of its record (figures, speed, gates),
+    so a sweep's log holds what ``srnet compress`` would have printed; a finished folder is read,
+    not recompressed."""
+    from srnet.config import as_recipe
+    from srnet.experiments.verbs.compress_gates import compress_summary
+    from srnet.experiments.verbs.compress_pipeline import CompressParams, CompressStage
+
+    before = file_sha256(compressed.out / "compress.json")
+    params = CompressParams(model=str(finetuned), sparsity=0.5, bias=BIAS, **FAST)
+    recipe = as_recipe({**data_recipe(), "name": "x", "output_dir": "unused", "model": {"name": "unused"}})
+    CompressStage().run(recipe, params, compressed.out)
+    printed = capsys.readouterr().out
+    summary = compress_summary(compressed.record)
+    assert printed == f"{compressed.out}:\n{summary}\n"
+    assert all(g["line"] in summary for g in compressed.record["gates"])
+    ending = "PASSED" if compressed.passed else "FAILED: the model is written, marked as failed"
+    assert summary.endswith(ending)
+    assert file_sha256(compressed.out / "compress.json") == before

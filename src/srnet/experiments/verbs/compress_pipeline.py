@@ -621,7 +621,12 @@ class CompressStage(Stage):
         return folder / "model"
 
     def run(self, recipe: Recipe, params: CompressParams, folder: Path) -> None:
-        if (folder / RESULT_FILE).is_file():  # killed after the result was written
-            return
-        config = CompressConfig(**params.model_dump(exclude={"model"}))
-        compress(params.model, config, recipe=recipe, out=folder, resume=True)
+        """Compress (unless killed after the result was written), then print what ``srnet
+        compress`` prints: every model's figures, the speed and each gate."""
+        from srnet.experiments.verbs.compress_gates import compress_summary
+
+        if not (folder / RESULT_FILE).is_file():
+            config = CompressConfig(**params.model_dump(exclude={"model"}))
+            compress(params.model, config, recipe=recipe, out=folder, resume=True)
+        record = json.loads((folder / RESULT_FILE).read_text(encoding="utf-8"))
+        print(f"{folder}:\n{compress_summary(record)}")
