@@ -454,6 +454,21 @@ def test_a_stage_another_sweep_runs_skips_its_dependants_without_crashing(tmp_pa
     assert any("skipped ft" in line and "being run by" in line for line in lines)
 
 
+def test_a_stage_another_sweep_runs_leaves_the_worker_free_for_the_next(tmp_path, tiny_model_dir):
+    """One worker, the first grid point held by a live sweep: this sweep skips it and runs the
+    second (it once stopped with 'stages wait on stages outside the plan': the held stage had taken
+    the worker's only slot)."""
+    import socket
+
+    path = sweep_file(tmp_path, tiny_model_dir, {"ft": {"kind": "train"}}, {"seed": [1, 2]})
+    first, second = api.sweep(path, dry_run=True, progress=lambda _: None).jobs
+    first.folder.mkdir(parents=True)
+    (first.folder / "stage.lock").write_text(json.dumps({  # held by a live process: this test's
+        "pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "token": "other"}))
+    result = api.sweep(path, workers=1, progress=lambda _: None)
+    assert result.skipped == [first.key] and result.ran == [second.key] and not result.failed
+
+
 def test_ray_stages_ask_for_a_gpu_where_the_cluster_has_them():
     from srnet.experiments.sweep.execute import ray_gpus
 

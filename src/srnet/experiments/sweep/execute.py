@@ -104,7 +104,9 @@ def execute(
                     _event(output_dir, "skipped", job)
                     progress(line(job, "skipped", " (a stage it needs failed or runs in another sweep)"))
             todo = [job for job in todo if job.key not in result.skipped]
-            for job in [j for j in todo if set(j.deps) <= done][: max(0, workers - len(running))]:
+            for job in [j for j in todo if set(j.deps) <= done]:  # a locked or finished job takes no slot
+                if len(running) >= workers:
+                    break
                 todo.remove(job)
                 lock = locks.acquire(job.folder)
                 if lock.token is None:  # another sweep on this folder is running it
@@ -128,6 +130,8 @@ def execute(
             if not running:
                 if any({*result.failed, *result.skipped} & set(job.deps) for job in todo):
                     continue  # a stage skipped just now (another sweep runs it): skip its dependants
+                if any(set(job.deps) <= done for job in todo):
+                    continue  # a stage another sweep finished just now: its dependants are ready
                 if todo:
                     raise RuntimeError(f"internal error: {len(todo)} stages wait on stages outside the plan")
                 break
