@@ -469,7 +469,7 @@ def test_the_sweep_stage_prints_what_the_cli_prints(compressed, finetuned, capsy
     so a sweep's log holds what ``srnet compress`` would have printed; a finished folder is read,
     not recompressed."""
     from srnet.config import as_recipe
-    from srnet.experiments.verbs.compress_gates import compress_summary
+    from srnet.experiments.verbs.compress import compress_summary
     from srnet.experiments.verbs.compress_pipeline import CompressParams, CompressStage
 
     before = file_sha256(compressed.out / "compress.json")

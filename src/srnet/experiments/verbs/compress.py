@@ -28,7 +28,6 @@ def arguments(p) -> None:
 
 def call(args, compress) -> int:
     from srnet.config import as_recipe
-    from srnet.experiments.verbs.compress_gates import compress_summary
 
     recipe = None
     if args.recipe or args.task or args.train or args.dev or args.challenge:
@@ -46,6 +45,30 @@ def call(args, compress) -> int:
             print(f"gate failed: {gate['line'].removeprefix('FAIL ')}", file=sys.stderr)
     print(f"model: {result.out / 'model'} (card: README.md); record: {result.out / 'compress.json'}")
     return record["exit_code"]
+
+
+def compress_summary(record: dict) -> str:
+    """The figures of every model side by side, and each gate."""
+    from srnet.reporting.render import format_table
+
+    rows = []
+    for name, f in record["figures"].items():
+        row = {"model": name, "runtime": f["runtime"], f"{f['id_split']}": f["id"], "hard": f.get("hard")}
+        for split, scores in f["challenge"].items():
+            row[split] = scores["accuracy"]
+        row["charswap Aua"] = f.get("charswap_aua")
+        rows.append(row)
+    columns = list(dict.fromkeys(c for row in rows for c in row))
+    speed = record["speed"]
+    lines = [format_table(rows, columns, {c: ".4f" for c in columns[2:]}),
+             f"speed: {speed['speedup']:.2f}x dense PyTorch FP32 ({speed['dense_ms']:.1f} -> "
+             f"{speed['compressed_ms']:.1f} ms, batch {speed['batch']} x {speed['length']}, "
+             f"{speed['threads']} thread(s), {speed['cpu']})",
+             f"level {record['level']:.0%} heads+neurons; {record['elapsed_s'] / 60:.1f} min; peak memory "
+             f"{record['peak_rss_mb'] / 1024:.2f} GiB",
+             *[g["line"] for g in record["gates"]],
+             "PASSED" if record["passed"] else "FAILED: the model is written, marked as failed"]
+    return "\n".join(lines)
 
 
 register_verb(Verb("compress", help="a fine-tuned model -> a shrunk, faster model, measured, gated and "

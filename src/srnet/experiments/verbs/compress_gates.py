@@ -379,27 +379,3 @@ def _values(f: dict[str, Any]) -> list[float | None]:
 
 def _pct(value: float | None) -> str:
     return "" if value is None else f"{100 * value:.1f}"
-
-
-def compress_summary(record: dict) -> str:
-    """The figures of every model side by side, and each gate."""
-    from srnet.reporting.render import format_table
-
-    rows = []
-    for name, f in record["figures"].items():
-        row = {"model": name, "runtime": f["runtime"], f"{f['id_split']}": f["id"], "hard": f.get("hard")}
-        for split, scores in f["challenge"].items():
-            row[split] = scores["accuracy"]
-        row["charswap Aua"] = f.get("charswap_aua")
-        rows.append(row)
-    columns = list(dict.fromkeys(c for row in rows for c in row))
-    speed = record["speed"]
-    lines = [format_table(rows, columns, {c: ".4f" for c in columns[2:]}),
-             f"speed: {speed['speedup']:.2f}x dense PyTorch FP32 ({speed['dense_ms']:.1f} -> "
-             f"{speed['compressed_ms']:.1f} ms, batch {speed['batch']} x {speed['length']}, "
-             f"{speed['threads']} thread(s), {speed['cpu']})",
-             f"level {record['level']:.0%} heads+neurons; {record['elapsed_s'] / 60:.1f} min; peak memory "
-             f"{record['peak_rss_mb'] / 1024:.2f} GiB",
-             *[g["line"] for g in record["gates"]],
-             "PASSED" if record["passed"] else "FAILED: the model is written, marked as failed"]
-    return "\n".join(lines)

@@ -623,7 +623,7 @@ class CompressStage(Stage):
     def run(self, recipe: Recipe, params: CompressParams, folder: Path) -> None:
         """Compress (unless killed after the result was written), then print what ``srnet
         compress`` prints: every model's figures, the speed and each gate."""
-        from srnet.experiments.verbs.compress_gates import compress_summary
+        from srnet.experiments.verbs.compress import compress_summary
 
         if not (folder / RESULT_FILE).is_file():
             config = CompressConfig(**params.model_dump(exclude={"model"}))
