@@ -119,17 +119,16 @@ def attention_as(model: nn.Module, implementation: str | None) -> Iterator[None]
     """Within the block, ``model`` computes attention with ``implementation`` (``"eager"``:
     matmul, softmax, matmul); its own (``sdpa`` by default) is restored after.  None, or a model
     without a settable implementation (no ``set_attn_implementation``), is left as it is."""
-    config = getattr(model, "config", None)
-    before = getattr(config, "_attn_implementation", None)
-    setter = getattr(model, "set_attn_implementation", None)
-    if implementation is None or setter is None or before in (None, implementation):
+    before = getattr(getattr(model, "config", None), "_attn_implementation", None)
+    target = traced_attention(model, implementation)
+    if target == before:
         yield
         return
-    setter(implementation)
+    model.set_attn_implementation(target)
     try:
         yield
     finally:
-        setter(before)
+        model.set_attn_implementation(before)
 
 
 def traced_attention(model: nn.Module, attention: str | None = TRACED_ATTENTION) -> str | None:
