@@ -483,3 +483,19 @@ def test_the_sweep_stage_prints_what_the_cli_prints(compressed, finetuned, capsy
     ending = "PASSED" if compressed.passed else "FAILED: the model is written, marked as failed"
     assert summary.endswith(ending)
     assert file_sha256(compressed.out / "compress.json") == before
+
+
+@pytest.mark.parametrize("text", ["{\"figures\": ", "[1, 2]", "{\"passed\": true}"])
+def test_a_stage_whose_record_is_not_one_names_the_file(tmp_path, text):
+    """A finished stage folder whose ``compress.json`` was cut short or replaced is a one-line
+    error naming that file, not a traceback from the summary."""
+    from srnet.config import as_recipe
+    from srnet.experiments.verbs.compress_pipeline import CompressParams, CompressStage
+
+    (tmp_path / "compress.json").write_text(text)
+    params = CompressParams(model="unused", sparsity=0.5, bias=BIAS, **FAST)
+    recipe = as_recipe({**data_recipe(), "name": "x", "output_dir": "unused", "model": {"name": "unused"}})
+    with pytest.raises(SrnetError, match=r"compress\.json: (unreadable|not a) compression record") as err:
+        CompressStage().run(recipe, params, tmp_path)
+    assert "\n" not in str(err.value)
+    assert (tmp_path / "compress.json").read_text() == text

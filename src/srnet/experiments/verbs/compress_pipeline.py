@@ -628,5 +628,20 @@ class CompressStage(Stage):
         if not (folder / RESULT_FILE).is_file():
             config = CompressConfig(**params.model_dump(exclude={"model"}))
             compress(params.model, config, recipe=recipe, out=folder, resume=True)
-        record = json.loads((folder / RESULT_FILE).read_text(encoding="utf-8"))
-        print(f"{folder}:\n{compress_summary(record)}")
+        print(f"{folder}:\n{compress_summary(read_result(folder))}")
+
+
+def read_result(folder: Path) -> dict[str, Any]:
+    """The ``compress.json`` of a finished compression in ``folder``; a file that is not one is a
+    one-line error naming it (deleting it and resuming rescores and regates the kept stages)."""
+    path = folder / RESULT_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise SrnetError(f"{path}: unreadable compression record ({type(exc).__name__}); delete it and "
+                         "resume to rescore the kept stages") from None
+    needed = ("figures", "speed", "level", "elapsed_s", "peak_rss_mb", "gates", "passed")
+    if not isinstance(record, dict) or any(key not in record for key in needed):
+        raise SrnetError(f"{path}: not a compression record (needs {', '.join(needed)}); delete it and "
+                         "resume to rescore the kept stages")
+    return record
