@@ -44,6 +44,8 @@ CONTROLS = {
     "teacher_onnx-int8": "dense PoE as INT8: no cut, no more training",
     "poe_kd": "dense PoE + the student's distilled epoch, no cut (PyTorch)",
     "poe_kd_onnx-int8": "the same, as INT8: the compute-matched control",
+    "poe_kd2": "dense PoE + the student's two distilled epochs, no cut (PyTorch)",
+    "poe_kd2_int8pc": "the same, as per-channel INT8: the compute-matched control",
 }
 """Control rows, by run-name prefix, in the order printed; other names are refused."""
 RESCORED = {
