@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import platform
 from pathlib import Path
+from typing import Any
 
 CPUINFO = "/proc/cpuinfo"
 
@@ -31,3 +32,30 @@ def cpu_flags(cpuinfo: str = CPUINFO) -> frozenset[str]:
     """The CPU feature flags (``flags``, or ARM's ``Features``); empty where the file is absent."""
     values = cpuinfo_values(("flags", "Features"), cpuinfo)
     return frozenset(flag for value in values for flag in value.split())
+
+
+INT8_FLAGS = {
+    "avx2": "AVX2 (int8 dot products through 16-bit intermediates)",
+    "avx_vnni": "AVX-VNNI (VNNI on 256-bit registers)",
+    "avx512_vnni": "AVX512-VNNI (one-instruction int8 dot products)",
+    "amx_int8": "AMX-INT8 (int8 matrix tiles)",
+    "asimddp": "Arm dot product (SDOT/UDOT)",
+}
+"""The CPU flags (``/proc/cpuinfo``) that decide how fast ONNX Runtime's INT8 matrix products run,
+slowest x86 path first, in words: without VNNI they multiply through 16-bit intermediates and gain
+little over FP32."""
+INT8_DOT_PRODUCTS = frozenset(INT8_FLAGS) - {"avx2"}
+"""The flags of one-instruction int8 dot products (VNNI, AMX, Arm's dot product)."""
+
+
+def cpu_int8_features(cpuinfo: str = CPUINFO) -> dict[str, Any]:
+    """Which of :data:`INT8_FLAGS` this CPU has (``cpuinfo``: the file listing its flags), and the
+    fastest path, in words."""
+    flags = cpu_flags(cpuinfo)
+    have = [flag for flag in INT8_FLAGS if flag in flags]
+    return {"flags": have, "best": INT8_FLAGS[have[-1]] if have else "unknown (no /proc/cpuinfo flags)"}
+
+
+def has_int8_dot_products(cpuinfo: str = CPUINFO) -> bool:
+    """Whether this CPU multiplies int8 in one instruction (:data:`INT8_DOT_PRODUCTS`)."""
+    return bool(cpu_flags(cpuinfo) & INT8_DOT_PRODUCTS)

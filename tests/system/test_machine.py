@@ -28,7 +28,7 @@ def test_arm_features_count_as_flags_and_a_missing_file_gives_none(tmp_path):
 
 def test_the_fastest_int8_path_is_named_when_a_cpu_has_several(tmp_path):
     """A CPU with AVX-VNNI and AVX512-VNNI (this session's Xeon) has the 512-bit one as its best."""
-    from srnet.experiments.verbs.bench_timing import cpu_int8_features
+    from srnet.machine import cpu_int8_features
 
     path = tmp_path / "cpuinfo"
     path.write_text("flags\t: fpu avx2 avx512_vnni avx_vnni\n")

@@ -20,14 +20,34 @@ RUNTIME_QUANTIZE: dict[str, str | None] = {
 """Every runtime by name, and the :data:`QUANTIZE_MODES` entry it scores with (None: FP32)."""
 
 RUNTIMES = tuple(RUNTIME_QUANTIZE)
+AUTO_INT8 = "onnx-int8-per-channel"
+"""What ``srnet compress --runtime auto`` picks where it can: the route its MNLI study measured at
+>= 2x dense with the reference's accuracy (docs/studies/compress_mnli_cpu.md)."""
 
 
-def known_runtime(value: str, flag: str) -> str:
-    """``value`` when it names a runtime; else a ValueError naming ``flag`` and the runtimes (the
-    one line a config validator gives)."""
-    if value not in RUNTIMES:
-        raise ValueError(f"{flag} {value}: not one of {', '.join(RUNTIMES)}")
+def known_runtime(value: str, flag: str, also: tuple[str, ...] = ()) -> str:
+    """``value`` when it names a runtime (or one of ``also``); else a ValueError naming ``flag`` and
+    the choices (the one line a config validator gives)."""
+    if value not in (*also, *RUNTIMES):
+        raise ValueError(f"{flag} {value}: not one of {', '.join((*also, *RUNTIMES))}")
     return value
+
+
+def auto_runtime(int8_dot_products: bool | None = None) -> tuple[str, str]:
+    """(runtime, why) for ``--runtime auto``: :data:`AUTO_INT8` where ONNX Runtime and onnx are
+    installed and the CPU has one-instruction int8 dot products (``int8_dot_products``; default:
+    read from this CPU), else ``torch`` (INT8 without them gains little over FP32)."""
+    from importlib.util import find_spec
+
+    from srnet.machine import has_int8_dot_products
+
+    if int8_dot_products is None:
+        int8_dot_products = has_int8_dot_products()
+    if find_spec("onnxruntime") is None or find_spec("onnx") is None:
+        return "torch", "ONNX Runtime is not installed (pip install 'srnet[onnx]')"
+    if not int8_dot_products:
+        return "torch", "this CPU has no int8 dot-product instructions (VNNI, AMX, Arm dotprod)"
+    return AUTO_INT8, "ONNX Runtime is installed and this CPU has int8 dot-product instructions"
 
 
 def runtime_quantize(runtime: str) -> str | None:

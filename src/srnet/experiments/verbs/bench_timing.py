@@ -26,7 +26,7 @@ from torch import nn
 
 from srnet.errors import SrnetError
 from srnet.experiments.verbs.bench import BenchConfig
-from srnet.machine import CPUINFO, cpu_flags
+from srnet.machine import cpu_int8_features
 
 
 @dataclass(frozen=True)
@@ -278,22 +278,3 @@ def bench_environment() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             env["packages"][name] = None
     return env
-
-
-INT8_FLAGS = {
-    "avx2": "AVX2 (int8 dot products through 16-bit intermediates)",
-    "avx_vnni": "AVX-VNNI (VNNI on 256-bit registers)",
-    "avx512_vnni": "AVX512-VNNI (one-instruction int8 dot products)",
-    "amx_int8": "AMX-INT8 (int8 matrix tiles)",
-}
-"""The CPU flags (``/proc/cpuinfo``) that decide how fast ONNX Runtime's INT8 matrix products run,
-slowest path first, in words: without VNNI they multiply through 16-bit intermediates and gain
-little over FP32."""
-
-
-def cpu_int8_features(cpuinfo: str = CPUINFO) -> dict[str, Any]:
-    """Which of :data:`INT8_FLAGS` this CPU has (``cpuinfo``: the file listing its flags), and the
-    fastest path, in words."""
-    flags = cpu_flags(cpuinfo)
-    have = [flag for flag in INT8_FLAGS if flag in flags]
-    return {"flags": have, "best": INT8_FLAGS[have[-1]] if have else "unknown (no /proc/cpuinfo flags)"}

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from srnet.export.runtimes import RUNTIMES, known_runtime
+from srnet.export.runtimes import RUNTIMES, auto_runtime, known_runtime
 from srnet.settings import VerbConfig
 
 GATE_FAILED_EXIT = 3
@@ -36,7 +36,8 @@ LOCK = ".compress.lock"
 class CompressConfig(VerbConfig):
     """``srnet compress``: the target, the machine it is measured on, and the gates."""
 
-    added_later: ClassVar[dict[str, Any]] = {"recovery_epochs": None, "recovery_distill": "plain"}
+    added_later: ClassVar[dict[str, Any]] = {"recovery_epochs": None, "recovery_distill": "plain",
+                                             "recovery_factor": 1.0}
 
     speedup: float | None = Field(
         None,
@@ -51,9 +52,11 @@ class CompressConfig(VerbConfig):
         description="fraction of heads and FFN neurons to remove in every layer (exclusive with --speedup)",
     )
     runtime: str = Field(
-        "torch",
-        description="runtime of the shipped model, timed against dense "
-        f"PyTorch FP32: {', '.join(RUNTIMES)}",
+        "auto",
+        validate_default=True,
+        description="runtime of the shipped model, timed against dense PyTorch FP32: "
+        f"auto, {', '.join(RUNTIMES)}; auto is onnx-int8-per-channel where ONNX Runtime is installed "
+        "and the CPU has int8 dot products (VNNI, AMX), else torch (the record names the one used)",
     )
     batch: int = Field(32, ge=1, description="batch size of the timing")
     length: int = Field(128, ge=2, description="sequence length (tokens) of the timing")
@@ -80,7 +83,14 @@ class CompressConfig(VerbConfig):
     recovery_epochs: float | None = Field(
         None,
         gt=0,
-        description="epochs of the distilled recovery after the cut (default: the recipe's training.epochs)",
+        description="epochs of the distilled recovery after the cut (default: --recovery-factor times "
+        "the recipe's training)",
+    )
+    recovery_factor: float = Field(
+        2.0,
+        gt=0,
+        description="without --recovery-epochs: the recovery's length as a multiple of the recipe's "
+        "training (its epochs, or max_steps where set)",
     )
     recovery_distill: str = Field(
         "plain",
@@ -94,7 +104,8 @@ class CompressConfig(VerbConfig):
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, value: str) -> str:
-        return known_runtime(value, "--runtime")
+        """A runtime; ``auto`` resolved here, so a record and a stage's key name the one used."""
+        return auto_runtime()[0] if value == "auto" else known_runtime(value, "--runtime", also=("auto",))
 
     @field_validator("recovery_distill")
     @classmethod
@@ -115,6 +126,10 @@ class CompressConfig(VerbConfig):
     def _one_target(self) -> CompressConfig:
         if (self.speedup is None) == (self.sparsity is None):
             raise ValueError("give exactly one target: --speedup X or --sparsity S")
+        if self.recovery_epochs is not None:
+            if "recovery_factor" in self.model_fields_set and self.recovery_factor != 1:
+                raise ValueError("give --recovery-epochs or --recovery-factor, not both")
+            self.recovery_factor = 1.0  # unused: --recovery-epochs sets the length alone
         if self.recovery_distill == "through-bias" and self.bias is None:
             raise ValueError("--recovery-distill through-bias combines the KL with the bias model: "
                              "give --bias")

@@ -14,8 +14,9 @@ stage                   what it does
 ``teacher_pred``        the teacher's training-split predictions (the distillation target; not with
                         ``--recovery-distill none``)
 ``student``             OMP-gradient head+neuron cut at the chosen level on the teacher's weights,
-                        then a recovery of the recipe's epochs or ``--recovery-epochs`` (PoE, CE
-                        without bias; + KD at T 2 or ``--recovery-distill``; lr 5e-5)
+                        then a recovery twice the recipe's epochs (``--recovery-factor``) or of
+                        ``--recovery-epochs`` (PoE, CE without bias; + KD at T 2 or
+                        ``--recovery-distill``; lr 5e-5)
 ``export``              the student baked and shrunk; ONNX (and INT8) graphs for those runtimes
 ``shipped``             the exported file re-scored as shipped, under ``--runtime``
 ``attack``              ``charswap`` on a fixed sample of the dev split: dense, teacher, student
@@ -50,7 +51,7 @@ from srnet.experiments.verbs.compress_config import (
     CompressResult,
     Source,
 )
-from srnet.export.runtimes import bench_runtime, runtime_quantize
+from srnet.export.runtimes import auto_runtime, bench_runtime, runtime_quantize
 
 
 def resolve_source(model: str, recipe: Any, overrides: list[str] | None) -> Source:
@@ -247,11 +248,7 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
             "objective": DISTILLATION[config.recovery_distill],
             "training.lr": 5.0e-5,
             "training.warmup_ratio": 0.0,
-            **(
-                {"training.epochs": config.recovery_epochs, "training.max_steps": None}
-                if config.recovery_epochs
-                else {}
-            ),
+            **recovery_length(config, source.recipe["training"]),
             "pruning": {
                 "method": "omp",
                 "sparsity": level,
@@ -307,6 +304,18 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
     if "bias.feature" in base_set:
         base["bias"] = {**(base.get("bias") or {}), "feature": base_set["bias.feature"]}
     return {"name": "compress", "output_dir": str(out / "stages"), "base": base, "stages": stages, "grid": {}}
+
+
+def recovery_length(config: CompressConfig, training: dict[str, Any]) -> dict[str, Any]:
+    """The student's ``training.*`` keys that set its recovery's length: ``--recovery-epochs``, else
+    ``--recovery-factor`` times the recipe's ``training`` (its max_steps where set, else its epochs)."""
+    if config.recovery_epochs:
+        return {"training.epochs": config.recovery_epochs, "training.max_steps": None}
+    if config.recovery_factor == 1:
+        return {}
+    if training.get("max_steps"):
+        return {"training.max_steps": max(1, round(training["max_steps"] * config.recovery_factor))}
+    return {"training.epochs": training["epochs"] * config.recovery_factor}
 
 
 def id_split(source: Source) -> str | None:
@@ -481,6 +490,9 @@ def compress(
     if out.resolve() in [source.weights.resolve(), *source.weights.resolve().parents]:
         raise SrnetError(f"--out {out}: holds the model being compressed ({model}); give another folder")
     check_family(source)
+    auto, why = auto_runtime()
+    progress(f"runtime: {config.runtime}" + (f" (what --runtime auto picks here: {why})"
+                                              if config.runtime == auto else ""))
     if config.runtime != "torch":
         from srnet.export.onnx import require_onnx
 
