@@ -23,7 +23,7 @@ from srnet.rundir import locks
 
 QUIET = {"progress": lambda _: None}
 BIAS = "hypothesis_bow"
-FAST = dict(attack_n=4, rounds=1, batch=2, length=16)
+FAST = dict(attack_n=4, rounds=1, batch=2, length=16, runtime="torch")  # --runtime auto depends on the CPU
 
 
 @pytest.fixture(autouse=True)
@@ -81,10 +81,10 @@ def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finet
     assert any(n.startswith("original (dense): latency") for n in names)
     assert any("charswap" in n for n in names)
     assert "trust_remote_code=True" in card.text
-    # the recovery as the student ran it (the data recipe's max_steps 4), on the card too
-    assert (record["recovery"]["max_steps"], record["recovery"]["lr"]) == (4, 5e-5)
+    # the recovery as the student ran it (twice the data recipe's max_steps 4), on the card too
+    assert (record["recovery"]["max_steps"], record["recovery"]["lr"]) == (8, 5e-5)
     assert record["recovery"]["distill"] == "plain"
-    assert "distilled recovery: 4 steps at lr 5e-05" in card.text
+    assert "distilled recovery: 8 steps at lr 5e-05" in card.text
     # each gate is computed from the figures recorded beside it
     shipped, ref = record["figures"]["shipped"], record["figures"]["teacher"]
     by_name = {g["gate"]: g for g in record["gates"]}
@@ -100,8 +100,9 @@ def test_a_per_channel_int8_compression_ships_scores_times_and_gates_that_graph(
     ``model.int8.onnx`` (recorded), the shipped stage scores that file (SHA-256 checked), the speed
     comes from its bench rows, the INT8 gate and the card's INT8 row are there. (Recovered with
     ``--recovery-distill through-bias``: the record and the card say what the student ran.)"""
-    result = api.compress(str(finetuned), out=tmp_path / "c", sparsity=0.5, runtime="onnx-int8-per-channel",
-                          bias=BIAS, recovery_distill="through-bias", **FAST, recipe=data_recipe(), **QUIET)
+    settings = {**FAST, "runtime": "onnx-int8-per-channel"}
+    result = api.compress(str(finetuned), out=tmp_path / "c", sparsity=0.5, bias=BIAS,
+                          recovery_distill="through-bias", **settings, recipe=data_recipe(), **QUIET)
     model = tmp_path / "c" / "model"
     exported = json.loads((model / "srnet_export.json").read_text())["onnx"]["int8"]
     assert exported["quantize"] == "int8-per-channel"
@@ -119,7 +120,7 @@ def test_a_per_channel_int8_compression_ships_scores_times_and_gates_that_graph(
     (student,) = (tmp_path / "c" / "stages" / "student").glob("*/config.yaml")
     assert yaml.safe_load(student.read_text())["objective"]["params"]["through_bias"] is True
     assert result.record["recovery"]["distill"] == "through-bias"
-    assert "recovery distilled through the bias: 4 steps" in (model / "README.md").read_text()
+    assert "recovery distilled through the bias: 8 steps" in (model / "README.md").read_text()
 
 
 def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path):
@@ -190,7 +191,8 @@ def test_the_probe_times_batches_at_the_quartile_midpoints_of_their_padded_lengt
 def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
     from srnet.experiments.verbs.compress_pipeline import resolve_source, size_to_machine
 
-    config = CompressConfig(speedup=1.01, levels=[0.25, 0.5, 0.75], rounds=3, batch=4, length=32, margin=0.0)
+    config = CompressConfig(speedup=1.01, levels=[0.25, 0.5, 0.75], rounds=3, batch=4, length=32, margin=0.0,
+                            runtime="torch")
     sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
     assert [p["level"] for p in sizing["curve"]] == [0.25, 0.5, 0.75]
     first = next(p["level"] for p in sizing["curve"] if p["speedup"] >= sizing["needed"])
@@ -263,7 +265,7 @@ def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_pa
     from srnet.experiments.verbs.compress_pipeline import compress_sweep, estimate_seconds, resolve_source
 
     source = resolve_source(str(finetuned), data_recipe(), None)  # max_steps 4, 32 pairs at batch 8
-    plain_config = CompressConfig(sparsity=0.5)
+    plain_config = CompressConfig(sparsity=0.5, recovery_factor=1)  # the recipe's own length
     longer_config = CompressConfig(sparsity=0.5, recovery_epochs=3)
     plain = compress_sweep(source, 0.5, plain_config, tmp_path / "a")
     longer = compress_sweep(source, 0.5, longer_config, tmp_path / "b")
@@ -278,6 +280,59 @@ def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_pa
     assert longer_estimate["train_steps"] == 3 * 4  # 3 epochs of 4 batches
     # the dev split is scored once per epoch during training (eval_every unset) and counted so
     assert (plain_estimate["dev_evaluations"], longer_estimate["dev_evaluations"]) == (1, 3)
+
+
+@pytest.mark.parametrize(("training", "factor", "expected"), [
+    ({"epochs": 1.0, "max_steps": None}, 2.0, {"training.epochs": 2.0}),   # the MNLI recipe: 2 epochs
+    ({"epochs": 3.0, "max_steps": None}, 2.0, {"training.epochs": 6.0}),
+    ({"epochs": 3.0, "max_steps": 4}, 2.0, {"training.max_steps": 8}),     # max_steps wins over epochs
+    ({"epochs": 3.0, "max_steps": 4}, 1.0, {}),
+])
+def test_the_recovery_is_twice_the_recipes_training_by_default(training, factor, expected):
+    from srnet.experiments.verbs.compress_pipeline import recovery_length
+
+    assert CompressConfig(sparsity=0.5).recovery_factor == 2.0
+    assert recovery_length(CompressConfig(sparsity=0.5, recovery_factor=factor), training) == expected
+    epochs = CompressConfig(sparsity=0.5, recovery_epochs=3)  # sets the length alone, the factor unused
+    assert recovery_length(epochs, training) == {"training.epochs": 3, "training.max_steps": None}
+    assert epochs.recovery_factor == 1.0  # so a stage recorded before the factor existed keeps its key
+
+
+def test_the_default_recovery_reaches_the_student_and_its_estimate(finetuned, tmp_path):
+    from srnet.experiments.verbs.compress_pipeline import compress_sweep, estimate_seconds, resolve_source
+
+    source = resolve_source(str(finetuned), data_recipe(), None)  # max_steps 4
+    config = CompressConfig(sparsity=0.5)
+    sweep = compress_sweep(source, 0.5, config, tmp_path / "a")
+    assert sweep["stages"]["student"]["set"]["training.max_steps"] == 8
+    assert estimate_seconds(source, sweep, config)["train_steps"] == 8  # no bias: no teacher to train
+
+
+@pytest.mark.parametrize(("installed", "dot_products", "expected"), [
+    (True, True, "onnx-int8-per-channel"), (True, False, "torch"), (False, True, "torch")])
+def test_runtime_auto_is_per_channel_int8_only_with_onnx_runtime_and_int8_dot_products(
+        monkeypatch, installed, dot_products, expected):
+    import importlib.util
+
+    from srnet import machine
+    from srnet.export import runtimes
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in {"onnx", "onnxruntime"} and not installed
+                        else real(name, *a))
+    monkeypatch.setattr(machine, "has_int8_dot_products", lambda *a: dot_products)
+    runtime, why = runtimes.auto_runtime()
+    assert runtime == expected and why
+    config = CompressConfig(speedup=2)  # the default, resolved when the config is made
+    assert config.runtime == expected == CompressConfig.model_validate(config.model_dump()).runtime
+    assert CompressConfig(speedup=2, runtime="auto").runtime == expected
+
+
+def test_recovery_epochs_and_factor_together_are_refused(finetuned, tmp_path, capsys):
+    assert main(["compress", str(finetuned), "--out", str(tmp_path / "c"), "--sparsity", "0.5",
+                 "--recovery-epochs", "2", "--recovery-factor", "3"]) == 2
+    assert "give --recovery-epochs or --recovery-factor, not both" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("distill", "params"), [
@@ -319,7 +374,7 @@ def figures(**changes) -> dict:
     (figures(collapsed=["hans"]), 2.2, ["collapse"]),       # a collapse the reference does not have
 ])
 def test_gates_fail_when_they_should(shipped, speedup, failed):
-    config = CompressConfig(speedup=2.0)
+    config = CompressConfig(speedup=2.0, runtime="torch")
     checked = gates(config, FIGURES, FIGURES, shipped, {"speedup": speedup})
     assert [g["gate"] for g in checked if not g["passed"]] == failed
     bad = [g["line"] for g in checked if not g["passed"]]
@@ -373,7 +428,7 @@ def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
     recipe.write_text(yaml.safe_dump(data_recipe()))
     code = main(["compress", str(compressed.record["model"]), "--out", str(out), "--sparsity", "0.5",
                  "--bias", BIAS, "--attack-n", "4", "--rounds", "1", "--batch", "2", "--length", "16",
-                 "--recipe", str(recipe), "--resume"])
+                 "--runtime", "torch", "--recipe", str(recipe), "--resume"])
     captured = capsys.readouterr()
     assert code == GATE_FAILED_EXIT, captured.err[-500:]
     assert "gate failed:" in captured.err and "FAILED" in captured.out
@@ -383,7 +438,7 @@ def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
 @pytest.mark.parametrize(("args", "message"), [
     (["--speedup", "2", "--sparsity", "0.5"], "give exactly one target"),
     (["--sparsity", "0.5", "--runtime", "tensorrt"],
-     "--runtime tensorrt: not one of torch, onnx, onnx-int8, onnx-int8-per-channel"),
+     "--runtime tensorrt: not one of auto, torch, onnx, onnx-int8, onnx-int8-per-channel"),
     (["--speedup", "80"], "--speedup 80: not reachable on this machine"),
     (["--sparsity", "0.5", "--bias", "no_such_feature"], "--bias no_such_feature: neither a bias feature"),
     (["--sparsity", "0.5", "--recovery-distill", "kl"], "--recovery-distill kl: not one of plain"),
