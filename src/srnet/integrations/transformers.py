@@ -122,7 +122,12 @@ class SrnetTrainer(Trainer):
         if self.is_fsdp_enabled or self.is_deepspeed_enabled:
             raise SrnetError("SrnetTrainer does not support FSDP or DeepSpeed (they shard the weights "
                              "the masks parametrize); use DDP")
-        self.loss_is_scaled_for_ga = False  # srnet losses are per-batch means
+        # srnet losses are per-batch means, which the Trainer must divide by the accumulation steps:
+        # transformers 5.24 reads loss_is_scaled_for_ga; 5.17 does not, and skips the division for a
+        # model that accepts loss kwargs (BERT's forward does), doubling the step at
+        # gradient_accumulation_steps=2. Saying both keeps the meaning on the 5.x releases we admit.
+        self.loss_is_scaled_for_ga = False
+        self.model_accepts_loss_kwargs = False
         self.data_collator = ExtrasCollator(self.data_collator, id_column, self._extras)
         self._pending_state: Path | None = None
         self._mask_ids: set[int] = set()  # the mask group's parameters, by id
