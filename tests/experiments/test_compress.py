@@ -283,8 +283,8 @@ def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_pa
 
 
 @pytest.mark.parametrize(("training", "factor", "expected"), [
-    ({"epochs": 1.0, "max_steps": None}, 2.0, {"training.epochs": 2.0}),   # the MNLI recipe: 2 epochs
-    ({"epochs": 3.0, "max_steps": None}, 2.0, {"training.epochs": 6.0}),
+    ({"epochs": 1.0, "max_steps": None}, 2.0, {"training.epochs": 2.0, "training.max_steps": None}),  # MNLI
+    ({"epochs": 3.0, "max_steps": None}, 2.0, {"training.epochs": 6.0, "training.max_steps": None}),
     ({"epochs": 3.0, "max_steps": 4}, 2.0, {"training.max_steps": 8}),     # max_steps wins over epochs
     ({"epochs": 3.0, "max_steps": 4}, 1.0, {}),
 ])
@@ -306,6 +306,22 @@ def test_the_default_recovery_reaches_the_student_and_its_estimate(finetuned, tm
     sweep = compress_sweep(source, 0.5, config, tmp_path / "a")
     assert sweep["stages"]["student"]["set"]["training.max_steps"] == 8
     assert estimate_seconds(source, sweep, config)["train_steps"] == 8  # no bias: no teacher to train
+
+
+def test_on_a_one_epoch_recipe_the_default_plans_the_stages_the_mnli_study_ran(finetuned, tmp_path):
+    """The MNLI study's ``--recovery-epochs 2`` stage and the default (twice the recipe's one epoch)
+    plan the same stages, so they get the same keys."""
+    from srnet.experiments.verbs.compress_pipeline import compress_sweep, resolve_source
+
+    recipe = data_recipe()
+    recipe["training"].update(epochs=1, max_steps=None)
+    source = resolve_source(str(finetuned), recipe, None)
+    runtime = "onnx-int8-per-channel"
+    default = compress_sweep(source, 0.3, CompressConfig(speedup=2, bias=BIAS, runtime=runtime), tmp_path)
+    studied = compress_sweep(source, 0.3, CompressConfig(speedup=2, bias=BIAS, runtime=runtime, recovery_epochs=2),
+                             tmp_path)
+    assert default["stages"]["student"]["set"]["training.epochs"] == 2
+    assert default == studied
 
 
 @pytest.mark.parametrize(("installed", "dot_products", "expected"), [

@@ -315,7 +315,7 @@ def recovery_length(config: CompressConfig, training: dict[str, Any]) -> dict[st
         return {}
     if training.get("max_steps"):
         return {"training.max_steps": max(1, round(training["max_steps"] * config.recovery_factor))}
-    return {"training.epochs": training["epochs"] * config.recovery_factor}
+    return {"training.epochs": training["epochs"] * config.recovery_factor, "training.max_steps": None}
 
 
 def id_split(source: Source) -> str | None:
