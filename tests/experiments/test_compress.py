@@ -318,8 +318,8 @@ def test_on_a_one_epoch_recipe_the_default_plans_the_stages_the_mnli_study_ran(f
     source = resolve_source(str(finetuned), recipe, None)
     runtime = "onnx-int8-per-channel"
     default = compress_sweep(source, 0.3, CompressConfig(speedup=2, bias=BIAS, runtime=runtime), tmp_path)
-    studied = compress_sweep(source, 0.3, CompressConfig(speedup=2, bias=BIAS, runtime=runtime, recovery_epochs=2),
-                             tmp_path)
+    two_epochs = CompressConfig(speedup=2, bias=BIAS, runtime=runtime, recovery_epochs=2)
+    studied = compress_sweep(source, 0.3, two_epochs, tmp_path)
     assert default["stages"]["student"]["set"]["training.epochs"] == 2
     assert default == studied
 
