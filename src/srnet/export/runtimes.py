@@ -33,19 +33,17 @@ def known_runtime(value: str, flag: str, also: tuple[str, ...] = ()) -> str:
     return value
 
 
-def auto_runtime(int8_dot_products: bool | None = None) -> tuple[str, str]:
+def auto_runtime() -> tuple[str, str]:
     """(runtime, why) for ``--runtime auto``: :data:`AUTO_INT8` where ONNX Runtime and onnx are
-    installed and the CPU has one-instruction int8 dot products (``int8_dot_products``; default:
-    read from this CPU), else ``torch`` (INT8 without them gains little over FP32)."""
+    installed and this CPU has one-instruction int8 dot products, else ``torch`` (INT8 without
+    them gains little over FP32)."""
     from importlib.util import find_spec
 
-    from srnet.machine import has_int8_dot_products
+    from srnet import machine
 
-    if int8_dot_products is None:
-        int8_dot_products = has_int8_dot_products()
     if find_spec("onnxruntime") is None or find_spec("onnx") is None:
         return "torch", "ONNX Runtime is not installed (pip install 'srnet[onnx]')"
-    if not int8_dot_products:
+    if not machine.has_int8_dot_products():
         return "torch", "this CPU has no int8 dot-product instructions (VNNI, AMX, Arm dotprod)"
     return AUTO_INT8, "ONNX Runtime is installed and this CPU has int8 dot-product instructions"
 
