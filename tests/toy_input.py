@@ -1,5 +1,5 @@
-"""A toy loss input and a loss that reads it: all that adding an input takes is this one module
-(issue 29).
+"""A toy loss input and a loss that reads it: all that adding an input takes is this one
+module.
 
 ``example_weight`` [B]: a non-negative weight per training example, read from a JSON Lines file of
 ``{"id": ..., "weight": ...}`` rows that a recipe gives as ``loss.inputs.example_weights`` (the

@@ -1,4 +1,4 @@
-"""A toy pruning method: all that adding a method takes is this one module (issue 18).
+"""A toy pruning method: all that adding a method takes is this one module.
 
 Its class, its params model and ``@register_method``; importing the module registers it, and
 recipes can then say ``pruning: {method: toy, params: {keep: largest}}``.  tests/pruning/test_toy_method.py

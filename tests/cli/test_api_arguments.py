@@ -1,5 +1,5 @@
 """Every public ``srnet.api`` function refuses a wrong-typed or empty argument in one line naming
-it, before any model loads or anything is written (issue 48 §4): no traceback, no ``"5"`` taken
+it, before any model loads or anything is written: no traceback, no ``"5"`` taken
 for 5, no bool taken for an int, no empty path taken for the working directory."""
 
 from __future__ import annotations

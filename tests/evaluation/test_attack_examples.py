@@ -110,7 +110,7 @@ def test_cli_examples_and_bad_value(capsys, sentiment, tmp_path):
 
 
 def test_a_second_attack_into_the_same_folder_needs_overwrite(capsys, sentiment, tmp_path):
-    """Issue 40: a second `srnet attack --out D` replaced the earlier results without a word."""
+    """A second `srnet attack --out D` replaced the earlier results without a word."""
     model, recipe = sentiment
     argv = ["attack", str(model), "--recipe", str(recipe), "--attack", "charswap", "--out", str(tmp_path),
             "--param", "per_op=3"]

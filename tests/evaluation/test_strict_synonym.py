@@ -1,4 +1,4 @@
-"""strict_synonym (issue 39): the polarity sources, the label judge, the per-swap checks, the beam with
+"""strict_synonym: the polarity sources, the label judge, the per-swap checks, the beam with
 judge-rejected flips, textfooler's presets, the whole attack through the CLI, and its bad input."""
 
 from __future__ import annotations

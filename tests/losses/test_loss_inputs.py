@@ -178,7 +178,7 @@ BAD_WEIGHTS = [("NaN", r"\(row 5\) is nan; expected finite numbers"),
 @pytest.mark.parametrize(("value", "message"), BAD_WEIGHTS)
 def test_a_bad_value_fails_in_one_line_before_the_run_folder_exists(toy_input, tmp_path, tiny_model_dir,
                                                                      value, message):
-    """Issue 40: NaN and inf ran to a NaN loss, text was a traceback, a negative weight failed only
+    """NaN and inf once ran to a NaN loss, text was a traceback, a negative weight failed only
     once training had started in the run folder."""
     from srnet import api
 
@@ -203,7 +203,7 @@ def test_a_plugin_readers_own_error_is_one_line_naming_the_file(toy_input, tmp_p
 
 
 def test_a_nan_weight_fails_the_trainer_before_it_trains(toy_input, tmp_path, tiny_model_dir):
-    """Issue 40: SrnetTrainer(inputs=) with a NaN weight reported a loss of 0.0."""
+    """SrnetTrainer(inputs=) with a NaN weight reported a loss of 0.0."""
     from datasets import Dataset
     from transformers import AutoModelForSequenceClassification, TrainingArguments
 
@@ -219,7 +219,7 @@ def test_a_nan_weight_fails_the_trainer_before_it_trains(toy_input, tmp_path, ti
 
 
 def test_a_file_the_loss_does_not_read_is_one_warning_line(tmp_path, tiny_model_dir, caplog):
-    """Issue 40: a teacher file given to a loss that reads none (even a missing one) was ignored
+    """A teacher file given to a loss that reads none (even a missing one) was ignored
     without a word; a sweep may give it to grid points that do not distil, so it is a note."""
     from srnet import api
 

@@ -1,4 +1,4 @@
-"""Issues 30 and 40: every model family prunes its whole encoder or is refused in one line before
+"""Every model family prunes its whole encoder or is refused in one line before
 training.  Tiny random models of families outside BERT's names are masked in full: DeBERTa-v2
 (query_proj ...), DeBERTa-v3 (also its relative-position projections pos_key_proj/pos_query_proj),
 MPNet (attn.q ...), XLM-R (BERT's names under another model_type), ALBERT (one layer shared across

@@ -1,5 +1,5 @@
 """The registered names the docs list by hand (methods, losses, loss inputs, objectives, attacks,
-stage kinds) are exactly the built-in plug-ins the registries hold (issue 41).
+stage kinds) are exactly the built-in plug-ins the registries hold.
 
 Each listing is the text between two markers on a page, read with its lines joined (an indented
 line, or a ``# |`` comment line, goes on from the one above: the listings sit in YAML and file

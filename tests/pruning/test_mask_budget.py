@@ -1,4 +1,4 @@
-"""Issue 27's guards on both sides of the mask budget: ``mask_lr: auto`` resolved from the
+"""Guards on both sides of the mask budget: ``mask_lr: auto`` resolved from the
 schedule and recorded, its bad inputs refused early, the 1% movement guard, the ID-collapse flag
 and timing checkpoints checked when a sweep is planned."""
 

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = {
     "dense": ({"method": "dense", "sparsity": 0.0}, {"method": "dense", "sparsity": 0.0},
               "786a476f69faede6"),
-    # issue 27 changed what the default computes (mask_lr: auto, reach 0.65; was 5e-5): a new key
+    # the default's meaning changed (mask_lr: auto, reach 0.65; was 5e-5): a new key
     "default": ({}, {}, "8db385ea93106462"),
     "omp_gradient": (
         {"method": "omp", "granularity": "head", "importance": "gradient", "importance_batches": 8},

@@ -1,4 +1,4 @@
-"""The levers of the sparser-and-faster study (issue 38), each a recipe option that must change
+"""The levers of the sparser-and-faster study, each a recipe option that must change
 what it claims: distillation during a PoE mask search, a gradual target, a longer search on the
 square-root budget, and a structured PoE mask whose search starts from OMP-gradient's heads and
 neurons and moves beyond them."""

@@ -118,7 +118,7 @@ def test_sparsity_curves_and_bars(tmp_path):
 
 
 def test_sparsity_curves_fill_a_grid_with_separate_titles_and_no_empty_panel(tmp_path):
-    """Issue 41: the demo's six metrics were six panels in a row (4200 x 600 px) with overlapping
+    """The demo's six metrics were once six panels in a row (4200 x 600 px) with overlapping
     titles, and a gap panel with nothing drawn (its collapsed points left out) on a 0-100% axis."""
     curves = [Curve("mask_train/ce (a)", [(0.5, 0.64, 0.01)]),
               Curve("mask_train/poe (a)", [(0.5, 0.77, None)])]
@@ -153,7 +153,7 @@ def test_plots_reject_empty_input(tmp_path):
 
 
 def test_eight_long_labels_keep_the_legend_to_a_third_of_the_figure():
-    """Issue 48 §5: eight configurations whose labels run to 60 characters (a recipe label naming
+    """Eight configurations whose labels run to 60 characters (a recipe label naming
     its differing keys) took 69% of the figure's width; wrapped at 30 characters, under 40%."""
     from srnet.reporting.render import LEGEND_WIDTH, Curve, Panel, sparsity_curves_figure
 

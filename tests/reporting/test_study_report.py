@@ -371,7 +371,7 @@ def with_recipe(run: Path, **changes) -> Path:
 
 
 def test_runs_that_differ_in_a_fourth_key_are_not_pooled_and_labels_stay_short(tmp_path):
-    """Issue 40 item 11: labels were built from the first three differing keys plus '...', so two
+    """Labels were once built from the first three differing keys plus '...', so two
     runs that differed only in a later key shared a label and were pooled as n = 2."""
     root = tmp_path / "runs"
     settings = {"mnli_ft": (0.80, "runs/tiny_bert", 5e-5, 20, 32),  # keys apart, in recipe order: model.name,
@@ -408,7 +408,7 @@ def test_recipe_labels_name_every_differing_key_or_add_a_digest():
 
 
 def test_an_evaluated_export_is_a_subnetwork_and_never_joins_the_dense_baseline(tmp_path):
-    """Issue 40 item 11: config.yaml always holds ``pruning: {method: dense}``, so a 70% export
+    """config.yaml always holds ``pruning: {method: dense}``, so a 70% export
     evaluated by ``srnet evaluate`` was labelled dense and moved the dense runs' F_bias."""
     root = tmp_path / "runs"
     write_run(root, "dense", seed=1, dev=0.80, hans=hans_block(0.50, 0.9))

@@ -1,4 +1,4 @@
-"""Issue 20's guards: checkpoint selection, mixed precision, mask movement, collapse flags,
+"""The Win-win guards: checkpoint selection, mixed precision, mask movement, collapse flags,
 easy/hard on request and subset files, each on a tiny model or as a unit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Each fault a user caused in the audit (issue 11) gives one line, exit 2, and no debris."""
+"""Each fault a user caused in the audit gives one line, exit 2, and no debris."""
 
 from __future__ import annotations
 
@@ -267,7 +267,7 @@ def test_relative_data_path_says_where_and_names_srnet_data_dir(tmp_path):
 
 
 def test_load_examples_reads_relative_paths_from_srnet_data_dir(tmp_path, monkeypatch):
-    """The library reads ``$SRNET_DATA_DIR`` as ``srnet run`` does, and its error names it (issue 41)."""
+    """The library reads ``$SRNET_DATA_DIR`` as ``srnet run`` does, and its error names it."""
     (tmp_path / "d.jsonl").write_text('{"premise": "p", "hypothesis": "h", "label": "neutral"}\n')
     monkeypatch.chdir(tmp_path.parent)
     monkeypatch.setenv("SRNET_DATA_DIR", str(tmp_path))
@@ -354,7 +354,7 @@ same recipe, same seed, same bytes)."""
 
 def test_bench_out_is_checked_before_the_bench_and_never_replaced_silently(capsys, tmp_path, tiny_model_dir,
                                                                           monkeypatch):
-    """Issue 40: `srnet bench --out F` replaced F; `--out DIR` failed after the whole bench, naming a
+    """`srnet bench --out F` once replaced F; `--out DIR` failed after the whole bench, naming a
     temporary file."""
     import srnet.experiments.verbs.bench_timing as bench_verb
 
@@ -375,7 +375,7 @@ def test_bench_out_is_checked_before_the_bench_and_never_replaced_silently(capsy
 
 
 def test_trainer_pruning_takes_a_method_name_and_refuses_other_types_in_one_line(tiny_model_dir, tmp_path):
-    """Issue 40: SrnetTrainer(pruning="omp") (or a list, an int) was a traceback."""
+    """SrnetTrainer(pruning="omp") (or a list, an int) was a traceback."""
     from transformers import AutoModelForSequenceClassification, TrainingArguments
 
     from srnet.integrations.transformers import SrnetTrainer

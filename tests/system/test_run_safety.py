@@ -83,7 +83,7 @@ def test_overwrite_with_a_bad_recipe_keeps_the_finished_run(capsys, tmp_path, fi
 
 
 def test_a_taken_run_folder_names_the_callers_option(capsys, tmp_path, finished, tiny_model_dir):
-    """The API's refusal names its keywords, the CLI's its flags (issue 41)."""
+    """The API's refusal names its keywords, the CLI's its flags."""
     recipe = short_recipe(finished, tiny_model_dir, "ft")
     with pytest.raises(SrnetError, match=r"pass resume=True to continue it or overwrite=True to start again"):
         api.run(recipe)
@@ -238,7 +238,7 @@ def test_a_truncated_weights_file_is_one_line(tmp_path, tiny_model_dir):
 
 def test_a_second_run_of_a_live_runs_folder_is_refused_before_its_model_loads(
         capsys, caplog, tmp_path, tiny_model_dir, monkeypatch):
-    """Issue 40: two runs never share a folder.  While ``srnet run`` A holds ``.r.lock`` beside
+    """Two runs never share a folder.  While ``srnet run`` A holds ``.r.lock`` beside
     its folder, a second run and an ``--overwrite`` of it are refused in one line naming A, before
     any model loads; once A is killed, its stale lock is taken over and a run leaves no lock behind."""
     runs = tmp_path / "runs"

@@ -1,4 +1,4 @@
-"""One safe-write rule for every command that writes (issue 48 §1): an existing target that srnet
+"""One safe-write rule for every command that writes: an existing target that srnet
 did not create is refused without ``--overwrite``, in one line, and left byte for byte.
 
 The matrix lists every command whose parser has an output flag (``--out``, ``--output``); a new

@@ -1,5 +1,5 @@
-"""Issue 30's security items: nothing srnet reads runs code from a file (a crafted pickle in a bias
-file or a resume checkpoint), and a YAML alias bomb fails fast in one short line; issue 40's: YAML
+"""Security: nothing srnet reads runs code from a file (a crafted pickle in a bias
+file or a resume checkpoint), and a YAML alias bomb fails fast in one short line; YAML
 nested a thousand deep (or a chain of aliases that expands so) is one line wherever srnet reads
 YAML, and `srnet report` skips such a run."""
 
@@ -122,7 +122,7 @@ def test_a_report_skips_a_run_whose_config_nests_too_deep(tmp_path):
 
 
 def test_reading_a_run_folder_imports_none_of_its_plugins(capsys, tmp_path, tiny_model_dir, monkeypatch):
-    """Issue 40: a ``plugins:`` entry added to a finished run's config.yaml is never imported by
+    """A ``plugins:`` entry added to a finished run's config.yaml is never imported by
     predict, attack, report or --resume: each names the plug-in (or the edit) in one line."""
     monkeypatch.chdir(tmp_path)
     recipe = tiny_recipe(tmp_path / "runs", tiny_model_dir, "victim",

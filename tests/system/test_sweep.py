@@ -113,7 +113,7 @@ def test_only_plans_the_named_stages_and_what_they_need_under_the_same_keys(tmp_
 
 
 def test_a_sweep_result_prints_as_one_line(tmp_path):
-    """``print(api.sweep(...))`` shows counts, not every job's recipe (issue 41)."""
+    """``print(api.sweep(...))`` shows counts, not every job's recipe."""
     result = api.sweep(sweep_file(tmp_path, "m", STUDY, {"seed": [1, 2]}), dry_run=True,
                        progress=lambda _: None)
     assert repr(result) == str(result) == (

@@ -1,5 +1,5 @@
 """A run killed mid-training resumes from its last checkpoint and ends exactly where an
-uninterrupted run ends; a foreign, partial or lost checkpoint is refused in one line (issue 40)."""
+uninterrupted run ends; a foreign, partial or lost checkpoint is refused in one line."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def rewrite(path: Path, change) -> None:
 
 @pytest.mark.parametrize(("name", "change", "message"), FOREIGN)
 def test_a_foreign_or_partial_checkpoint_file_is_one_line(cut_run, tmp_path, name, change, message):
-    """Issue 40: these were KeyError, TypeError and ValueError tracebacks."""
+    """These were once KeyError, TypeError and ValueError tracebacks."""
     spec, folder = copy_of(cut_run, tmp_path)
     path = folder / "checkpoints" / "last" / name
     rewrite(path, change)
@@ -164,7 +164,7 @@ def test_the_train_state_is_json_beside_the_tensors(cut_run):
 
 
 def test_a_trainer_pt_written_before_trainer_state_json_resumes(cut_run, tmp_path, tiny_model_dir):
-    """Issue 41: a checkpoint of an earlier srnet holds its train state inside trainer.pt."""
+    """A checkpoint of an earlier srnet holds its train state inside trainer.pt."""
     spec, folder = copy_of(cut_run, tmp_path)
     last = folder / "checkpoints" / "last"
     state = last / STATE
@@ -189,7 +189,7 @@ def test_an_older_trainer_pt_without_its_state_is_one_line(cut_run, tmp_path):
 
 @pytest.mark.parametrize("deleted", ["checkpoints/last/trainer.pt", "checkpoints"])
 def test_a_lost_checkpoint_is_refused_not_restarted_from_step_0(cut_run, tmp_path, deleted):
-    """Issue 40: a deleted trainer.pt restarted the run from step 0 with a note in log.jsonl only."""
+    """A deleted trainer.pt once restarted the run from step 0 with a note in log.jsonl only."""
     spec, folder = copy_of(cut_run, tmp_path)
     target = folder / deleted
     if target.is_dir():

@@ -142,7 +142,7 @@ def test_the_loss_is_the_srnet_loss_and_evaluation_reports_sparsity(setting, tmp
      {"learning_rate": 1e-3, "mask_lr": 0.05}),
 ])
 def test_the_log_names_the_mask_lr_apart_from_the_weights_lr(setting, tmp_path, pruning, expected):
-    """The Trainer logs its first group's lr as ``learning_rate``; the mask's is ``mask_lr`` (issue 41)."""
+    """The Trainer logs its first group's lr as ``learning_rate``; the mask's is ``mask_lr``."""
     trainer = make_trainer(setting, tmp_path, {**pruning, "sparsity": 0.5}, max_steps=2, logging_steps=1,
                            lr_scheduler_type="constant")
     trainer.train()
@@ -236,7 +236,7 @@ class _DropState(TrainerCallback):
 
 
 def test_load_best_model_at_end_refuses_a_best_checkpoint_without_its_masks(setting, tmp_path):
-    """Issue 40 item 3: the Trainer's fallback loaded the baked weights into the masked model with a
+    """The Trainer's fallback once loaded the baked weights into the masked model with a
     warning and kept the last step's masks."""
     pruning = {"method": "mask_train", "sparsity": 0.5, "params": {"mask_lr": 0.05}}
     trainer = make_trainer(setting, tmp_path / "best", pruning, "poe", save_strategy="steps", save_steps=5,
