@@ -101,14 +101,16 @@ def test_compressions_run_by_hand_are_found_by_their_seed_folders(tmp_path, monk
 
 
 MNLI_PAGE = "docs/studies/compress_mnli_cpu.md"
+SYNTHETIC_PAGE = "docs/studies/compress_synthetic.md"
 
 
 @pytest.mark.parametrize("study, page, stage, controls, rescored", [
     ("compress_mnli_cpu", MNLI_PAGE, "fast", None, []),
     ("compress_mnli_cpu", MNLI_PAGE, "fast_int8", "compress_int8_control", []),
     ("compress_mnli_cpu", MNLI_PAGE, "fast_int8", None, ["compress_int8pc", "compress_int8emb"]),
-    ("compress_synthetic_kd", "docs/compress.md", "fast_pc_none", None, []),
-    ("compress_synthetic_kd_eager", "docs/compress.md", "fast_pc_none_eager", None, []),
+    ("compress_synthetic_kd", SYNTHETIC_PAGE, "fast_pc_none", None, []),
+    ("compress_synthetic_kd_eager", SYNTHETIC_PAGE, "fast_pc_none_eager", None, []),
+    ("compress_synthetic_default", SYNTHETIC_PAGE, "fast_default", None, []),
     ("compress_mnli_cpu_intel", MNLI_PAGE, "fast_int8pc", None, [])])
 def test_the_study_page_block_is_the_scripts_output_on_the_committed_records(
         monkeypatch, study, page, stage, controls, rescored):

@@ -95,6 +95,9 @@ def test_a_reproduction_is_checked_figure_by_figure(tmp_path):
     assert lines == ["omp_poe/k1: equal figures in there", "omp_poe/k3: DIFFERENT figures in there"]
 
 
+PAGES = {"synthetic": "compress_synthetic.md", "mnli": "kd_through_bias_cpu.md"}
+
+
 @pytest.mark.parametrize(("task", "folders"), [
     ("synthetic", ["compress_synthetic_kd", "compress_synthetic_kd_alt"]),
     ("mnli", ["kd_through_bias_cpu"])])
@@ -105,7 +108,7 @@ def test_the_page_block_is_the_scripts_output_on_the_committed_records(monkeypat
     if task == "mnli":
         argv += ["--reproduces", str(REPO / "results" / "structured_kd_cpu")]
     lines = printed(monkeypatch, argv)
-    page = (REPO / "docs" / "compress.md").read_text()
+    page = (REPO / "docs" / "studies" / PAGES[task]).read_text()
     name = f"kd_pilot_{task}"
     block = re.search(rf"<!-- {name} -->\n```text\n(.*?)\n```\n<!-- /{name} -->", page, re.S)
     assert block is not None and block.group(1) == "\n".join(lines).rstrip()

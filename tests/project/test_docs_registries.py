@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import srnet.evaluation.attacks  # registers the attacks
-import srnet.experiments.verbs.compress_pipeline  # noqa: F401  (registers the compress stage kind)
+import srnet.experiments.compress.stage  # noqa: F401  (registers the compress stage kind)
 from srnet.evaluation.attacks.base import ATTACKS
 from srnet.experiments.sweep.stages import STAGES
 from srnet.loss_inputs import LOSS_INPUTS
@@ -96,3 +96,13 @@ def test_the_plugins_page_is_the_registries():
     assert page == plugins_markdown(), "stale: python -m srnet.plugin_docs > docs/plugins.md"
     for registry, _ in registries():
         assert all(f"| `{name}` |" in page for name in registry.names()), registry.kind
+
+
+def test_the_cli_page_is_the_command_registry():
+    """docs/cli.md is ``cli_markdown()``'s output: every built-in command with its arguments."""
+    from srnet.cli_docs import cli_markdown
+    from srnet.experiments.verbs.base import VERBS
+
+    page = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert page == cli_markdown(), "stale: python -m srnet.cli_docs > docs/cli.md"
+    assert all(f"### `srnet {verb.words}`" in page for verb in VERBS.values() if verb.api.count(":") == 0)
