@@ -404,8 +404,9 @@ def test_an_export_records_the_sha256_of_each_file_it_ships(shipped_export):
 
     export = shipped_export["export"]
     digests = json.loads((export / EXPORT_INFO_FILENAME).read_text())["sha256"]
-    assert digests == {name: file_sha256(export / name)
-                       for name in ("model.safetensors", "model.onnx", "model.int8.onnx")}
+    shipped = {p.name for p in export.iterdir()} - {EXPORT_INFO_FILENAME, "README.md"}
+    assert {"model.safetensors", "model.onnx", "model.int8.onnx", "config.json"} <= shipped
+    assert digests == {name: file_sha256(export / name) for name in shipped}
 
 
 def _delete(path):

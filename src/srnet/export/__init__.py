@@ -9,7 +9,8 @@ Modules, each importing only those above it in this list::
     shrink.py           shrink_model: pruned heads and neurons removed from the weights (the
                         shrunk classes: srnet.models.shrunk, copied into shrunk exports as
                         modeling_srnet.py for trust_remote_code=True)
-    onnx.py             model.onnx and its check against PyTorch; ONNX Runtime sessions
+    onnx.py             model.onnx and its check against PyTorch; ONNX Runtime sessions;
+                        verify_export: an export's files against its recorded SHA-256s
     config.py           ExportConfig: how an export is written (shrink, ONNX, INT8)
     checkpoint.py       export_model (bake, shrink, ONNX, save) and load_model
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     )
     from srnet.export.checkpoint import check_baked, export_model, load_model
     from srnet.export.config import ExportConfig
-    from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx
+    from srnet.export.onnx import ONNX_FILENAME, export_onnx, require_onnx, verify_export
     from srnet.export.shrink import MODELING_FILENAME, prepare_remote_code, shrink_model
     from srnet.models.shrunk import SHAPES_KEY
 
@@ -47,6 +48,7 @@ _LAZY = {
     "ONNX_FILENAME": "srnet.export.onnx",
     "export_onnx": "srnet.export.onnx",
     "require_onnx": "srnet.export.onnx",
+    "verify_export": "srnet.export.onnx",
     "MODELING_FILENAME": "srnet.export.shrink",
     "prepare_remote_code": "srnet.export.shrink",
     "shrink_model": "srnet.export.shrink",
@@ -71,6 +73,7 @@ __all__ = [
     "prepare_remote_code",
     "require_onnx",
     "shrink_model",
+    "verify_export",
 ]
 
 

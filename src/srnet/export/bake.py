@@ -21,8 +21,8 @@ from srnet.sparsity.shapes import expand_masks, masked_module
 EXPORT_INFO_FILENAME = "srnet_export.json"
 EXPORT_FORMAT_VERSION = "1"
 DIGESTS_KEY = "sha256"
-"""``srnet_export.json``'s ``{file name: SHA-256}`` of the weights and graphs an export ships
-(exports written before it was added have none)."""
+"""``srnet_export.json``'s ``{file name: SHA-256}`` of every file an export ships but the record and
+its card (older exports list only the weights and graphs, or have none)."""
 WEIGHTS_FILENAME = "model.safetensors"
 
 

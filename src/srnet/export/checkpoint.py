@@ -29,19 +29,15 @@ from srnet.export.bake import (
 from srnet.export.card import CARD_FILENAME, model_card
 from srnet.export.config import ExportConfig
 from srnet.export.onnx import (
-    INT8_FILENAME,
     ONNX_FILENAME,
-    check_weights_digest,
     export_onnx,
     require_onnx,
+    verify_export,
 )
 from srnet.io import atomic_folder, atomic_write_json, file_sha256
 from srnet.models.loading import quiet_transformers
 from srnet.sparsity.mask_io import MaskMetadata
 from srnet.sparsity.shapes import expand_masks, masked_module
-
-SHIPPED_FILES = (WEIGHTS_FILENAME, ONNX_FILENAME, INT8_FILENAME)
-"""The files whose SHA-256 ``srnet_export.json`` records (under ``sha256``), where written."""
 
 # srnet.export.shrink and srnet.models.shrunk import transformers' model classes (seconds): they
 # are imported where a shrunk model is made or loaded, not with this module.
@@ -94,7 +90,8 @@ def export_model(
     (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence axes, checked against
     PyTorch's logits; needs ``srnet[onnx]``), and with ``quantize="int8"`` ``model.int8.onnx``
     beside it (compared with the FP32 graph).  ``srnet_export.json`` records the
-    SHA-256 of each of these files and of ``model.safetensors``.  The model card states the
+    SHA-256 of every file but itself and the card (:func:`shipped_digests`), which every loader
+    checks (:func:`srnet.export.onnx.verify_export`).  The model card states the
     pruning and, when given, the run's ``metrics``, ``attacks`` summaries and ``recipe`` (YAML).
 
     The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
@@ -144,13 +141,19 @@ def export_model(
         with quiet_transformers():
             baked.save_pretrained(staging)
             tokenizer.save_pretrained(staging)
-        info[DIGESTS_KEY] = {name: file_sha256(staging / name) for name in SHIPPED_FILES
-                             if (staging / name).is_file()}
+        info[DIGESTS_KEY] = shipped_digests(staging)
         atomic_write_json(staging / EXPORT_INFO_FILENAME, info)
         card = model_card(info, metrics=metrics, attacks=attacks, recipe=recipe)
         (staging / CARD_FILENAME).write_text(card, encoding="utf-8")
 
     return atomic_folder(out, write)
+
+
+def shipped_digests(folder: Path) -> dict[str, str]:
+    """``{file name: SHA-256}`` of every file in ``folder``: the weights, ``config.json`` (its
+    ``auto_map`` already set), the tokenizer's files, ``modeling_srnet.py`` and the graphs, each in its
+    final form (the record and the model card, written after, are not among them)."""
+    return {path.name: file_sha256(path) for path in sorted(folder.iterdir()) if path.is_file()}
 
 
 def check_baked(baked: nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
@@ -179,8 +182,9 @@ def check_baked(baked: nn.Module, weights: Mapping[str, torch.Tensor]) -> None:
 def load_model(path: str | Path) -> nn.Module:
     """Load an srnet export (shrunk or not) in eval mode, rebuilding per-layer shapes, strictly.
 
-    A weight that is missing, unexpected or of another shape than the export's metadata says is
-    an error naming the first such tensor.
+    Its files are first checked against the SHA-256s its ``srnet_export.json`` records
+    (:func:`srnet.export.onnx.verify_export`).  A weight that is missing, unexpected or of another
+    shape than the export's metadata says is an error naming the first such tensor.
     """
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModelForSequenceClassification
@@ -188,13 +192,12 @@ def load_model(path: str | Path) -> nn.Module:
     from srnet.models.shrunk import SHAPES_KEY, resize_linears
 
     folder = Path(path)
-    info_file = folder / EXPORT_INFO_FILENAME
-    if not info_file.is_file():
+    verify_export(folder)  # every file it records, before any is read
+    if not (folder / EXPORT_INFO_FILENAME).is_file():
         raise SrnetError(f"{folder}: not an srnet export (no {EXPORT_INFO_FILENAME})")
     weights_file = folder / WEIGHTS_FILENAME
     if not weights_file.is_file():
         raise SrnetError(f"{folder}: no model.safetensors (sharded exports are not supported)")
-    check_weights_digest(folder)
     with quiet_transformers():
         config = AutoConfig.from_pretrained(folder)
         model = AutoModelForSequenceClassification.from_config(config, trust_remote_code=False)

@@ -19,7 +19,8 @@ export is then checked: ONNX Runtime's logits on a probe batch of another batch 
 An export's graphs are what evaluation and bench run when the model is that export
 (:func:`shipped_graphs`): each file is read once, its SHA-256 checked against the one
 ``srnet_export.json`` records, and that same byte string is what ONNX Runtime loads; any other
-model's graph is traced in memory.  Records say which (:meth:`GraphFile.record`).
+model's graph is traced in memory.  Records say which (:meth:`GraphFile.record`).  Every loader of
+an export checks all its files first (:func:`verify_export`).
 
 ``onnx`` and ``onnxruntime`` are the optional ``srnet[onnx]`` extra; :func:`require_onnx` turns
 their absence into one :class:`SrnetError` line.
@@ -47,7 +48,7 @@ from torch import nn
 from srnet.errors import SrnetError
 from srnet.export.bake import DIGESTS_KEY, EXPORT_INFO_FILENAME, WEIGHTS_FILENAME
 from srnet.export.runtimes import QUANTIZE_MODES, runtime_quantize
-from srnet.io import first_line
+from srnet.io import file_sha256, first_line
 
 log = logging.getLogger(__name__)
 
@@ -352,8 +353,7 @@ def _read_shipped(folder: Path, name: str, info: Mapping[str, Any]) -> GraphFile
     try:
         data = path.read_bytes()
     except OSError:
-        raise SrnetError(f"{path}: missing, though {EXPORT_INFO_FILENAME} lists it; re-export the "
-                         "model") from None
+        raise SrnetError(_missing(path)) from None
     digest = hashlib.sha256(data).hexdigest()
     if DIGESTS_KEY not in info:
         log.warning("%s: %s records no SHA-256 (an export older than srnet's checksums); using the "
@@ -361,35 +361,77 @@ def _read_shipped(folder: Path, name: str, info: Mapping[str, Any]) -> GraphFile
         return GraphFile(data, path, digest)
     expected = recorded_digests(info, folder).get(name)
     if digest != expected:
-        raise SrnetError(f"{path}: SHA-256 {digest[:16]}... differs from the {str(expected)[:16]}... "
-                         f"that {EXPORT_INFO_FILENAME} records (changed after export); re-export the model")
+        raise SrnetError(_changed(path, digest, str(expected)))
     return GraphFile(data, path, digest, checked=True)
 
 
+def _missing(path: Path) -> str:
+    """The line for a file the record lists that is not there."""
+    return f"{path}: missing, though {EXPORT_INFO_FILENAME} lists it; re-export the model"
+
+
+def _changed(path: Path, digest: str, expected: str) -> str:
+    """The line for a file whose SHA-256 is not the recorded one."""
+    return (f"{path}: SHA-256 {digest[:16]}... differs from the {expected[:16]}... that "
+            f"{EXPORT_INFO_FILENAME} records (changed after export); re-export the model")
+
+
 def recorded_digests(info: Mapping[str, Any], folder: Path) -> dict[str, str]:
-    """The file -> SHA-256 map an ``srnet_export.json`` records; one line when it is malformed."""
+    """The file -> SHA-256 map an ``srnet_export.json`` records (plain names of files beside it);
+    one line when it is malformed."""
     digests = info.get(DIGESTS_KEY) or {}
-    if not isinstance(digests, dict) or not all(isinstance(v, str) for v in digests.values()):
+    if not isinstance(digests, dict) or not all(isinstance(v, str) and Path(k).name == k
+                                                for k, v in digests.items()):
         raise SrnetError(f"{folder / EXPORT_INFO_FILENAME}: '{DIGESTS_KEY}' must map file names to "
                          "SHA-256 strings; re-export the model")
     return digests
 
 
-def check_weights_digest(folder: str | Path) -> None:
-    """``folder/model.safetensors`` checked against the SHA-256 its ``srnet_export.json`` records
-    before PyTorch loads it: a changed file is one line naming it.  Nothing to check where the
-    folder is no srnet export, or an export older than srnet's checksums."""
-    folder = Path(folder)
+def verify_export(folder: str | Path) -> None:
+    """Check the srnet export ``folder`` before anything reads it: each file its
+    ``srnet_export.json`` lists must be there with the SHA-256 recorded (else one line naming it);
+    a file the record does not list (an export older than that digest) is not checked.  An srnet
+    export that lost its record is refused (:func:`export_marker`); a plain Hugging Face folder, a
+    hub id or ``default`` has nothing to check."""
+    folder = Path(folder).expanduser()
     if not (folder / EXPORT_INFO_FILENAME).is_file():
+        marker = export_marker(folder)
+        if marker is not None:
+            raise SrnetError(f"{folder}: an srnet export ({marker}) without its {EXPORT_INFO_FILENAME} "
+                             "(its digests); re-export it or restore the file")
         return
-    expected = recorded_digests(_export_info(folder), folder).get(WEIGHTS_FILENAME)
-    path = folder / WEIGHTS_FILENAME
-    if expected is None or not path.is_file():
-        return
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != expected:
-        raise SrnetError(f"{path}: SHA-256 {digest[:16]}... differs from the {expected[:16]}... that "
-                         f"{EXPORT_INFO_FILENAME} records (changed after export); re-export the model")
+    for name, expected in recorded_digests(_export_info(folder), folder).items():
+        path = folder / name
+        if not path.is_file():
+            raise SrnetError(_missing(path))
+        digest = file_sha256(path)
+        if digest != expected:
+            raise SrnetError(_changed(path, digest, expected))
+
+
+def export_marker(folder: Path) -> str | None:
+    """What marks ``folder``, a model folder without ``srnet_export.json``, as an srnet export, or
+    None: srnet's modeling file or INT8 graph beside its ``config.json``, or a ``config.json`` that
+    only srnet's shrinking writes (per-layer shapes, an ``auto_map`` naming ``modeling_srnet``)."""
+    from srnet.export.shrink import MODELING_FILENAME, SHAPES_KEY
+
+    config = folder / "config.json"
+    if not config.is_file():
+        return None
+    for name in (MODELING_FILENAME, INT8_FILENAME):
+        if (folder / name).is_file():
+            return f"it ships {name}"
+    try:
+        fields = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # not srnet's to judge: transformers reports an unreadable config
+    if not isinstance(fields, dict):
+        return None
+    if SHAPES_KEY in fields:
+        return f"its config.json has {SHAPES_KEY}"
+    if Path(MODELING_FILENAME).stem in str(fields.get("auto_map", "")):
+        return f"its config.json's auto_map names {Path(MODELING_FILENAME).stem}"
+    return None
 
 
 def graph_session(graph: GraphFile, threads: int | None = None):

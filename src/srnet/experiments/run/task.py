@@ -21,7 +21,7 @@ from srnet.experiments.run.evaluate import evaluate_splits, f_bias_block
 from srnet.experiments.run.finish import Outcome, finish_run, mask_metadata, sparsity_block
 from srnet.experiments.run.kinds import RunKind, register_run_kind
 from srnet.export import bake_masks
-from srnet.export.onnx import GraphFile, check_weights_digest, require_onnx, runtime_graphs, runtime_model
+from srnet.export.onnx import GraphFile, require_onnx, runtime_graphs, runtime_model, verify_export
 from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
@@ -82,7 +82,7 @@ class TaskRun(RunKind):
         init_from = recipe.model.init_from
         source = str(RunDir(Path(init_from)).model) if init_from else recipe.model.name
         graphs = scored_graphs(recipe, method, source, data)  # their SHA-256 checked before the model loads
-        check_weights_digest(source)  # an export's model.safetensors too, before PyTorch reads it
+        verify_export(source)  # an export's weights, config and tokenizer, before any is read
         tokenizer = load_tokenizer(source, recipe.model.max_length)
         model = load_classifier(source, task.labels)
         check_max_length(recipe.model.max_length, model)

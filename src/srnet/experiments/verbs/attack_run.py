@@ -27,7 +27,7 @@ from srnet.experiments.run.data import data_base_dir
 from srnet.experiments.verbs.attack import AttackConfig
 from srnet.experiments.verbs.attack_examples import write_examples
 from srnet.experiments.verbs.split_predictions import find_split
-from srnet.export.onnx import check_weights_digest, require_onnx, runtime_graphs, runtime_model
+from srnet.export.onnx import require_onnx, runtime_graphs, runtime_model, verify_export
 from srnet.io import atomic_write_json, atomic_write_jsonl, refuse_existing
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.rundir import locks
@@ -87,7 +87,7 @@ def attack_run(
     spec = find_split(recipe, split)
     chosen, attacked = _examples_to_attack(recipe, task, spec, n, seed)
     source = str(run.model) if is_run else model
-    check_weights_digest(source)
+    verify_export(source)  # an export's files, before any loads (one that lost its record: refused)
     graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
     busy = f"{out}: another srnet attack '{attack}' is writing there; wait for it or give another --out"
     with locks.holding(Path(out), f".{attack}.lock", busy):  # two attacks never write one result set

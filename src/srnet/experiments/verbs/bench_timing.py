@@ -38,7 +38,8 @@ class Candidate:
     onnx: bool = True
     """Whether ``--onnx`` exports it too (sparse-CSR models cannot be exported)."""
     export: Path | None = None
-    """The srnet export folder it was loaded from: ``--onnx`` times the graphs it ships."""
+    """The srnet export folder it was loaded from (its files checked against their recorded SHA-256s
+    first): ``--onnx`` times the graphs it ships, not graphs built in memory."""
 
     @property
     def parameters(self) -> int:
@@ -46,15 +47,18 @@ class Candidate:
 
 
 def load_candidate(name: str) -> Candidate:
-    """A run directory (its ``model/``), an srnet export (shrunk or not) or any classifier."""
-    from srnet.export import EXPORT_INFO_FILENAME, load_model
+    """A run directory (its ``model/``), an srnet export (shrunk or not) or any classifier; an
+    export's files are checked against their recorded SHA-256s before any is read, and an export
+    that lost its ``srnet_export.json`` is refused (:func:`srnet.export.verify_export`)."""
+    from srnet.export import EXPORT_INFO_FILENAME, load_model, verify_export
     from srnet.models.loading import load_classifier
     from srnet.rundir.layout import RunDir
 
     run_model = RunDir(Path(name)).model
     source = run_model if run_model.is_dir() else Path(name)
     if (source / EXPORT_INFO_FILENAME).is_file():
-        return Candidate(name, load_model(source), export=source)
+        return Candidate(name, load_model(source), export=source)  # load_model verifies it
+    verify_export(source)
     return Candidate(name, load_classifier(name).eval())
 
 
