@@ -75,7 +75,7 @@ def load(folder: Path, stage: str = "fast") -> dict[int, tuple[dict, Path]]:
 def elapsed(record: dict, folder: Path) -> str:
     """Wall time of the compression: the sizing plus each stage once, from the stage's event log
     when it was kept (a record written before that rule counted only its last call)."""
-    from srnet.experiments.verbs.compress_pipeline import stage_seconds
+    from srnet.experiments.compress.run import stage_seconds
 
     events = folder / "stages" / "events.jsonl"
     if not events.is_file():

@@ -21,15 +21,16 @@ from pydantic import ValidationError
 
 from srnet.config import Recipe, as_recipe, load_run_recipe, recipe_from_dict
 from srnet.errors import SrnetError
+from srnet.experiments.compress import stage as compress_stage  # also registers the compress stage kind
+from srnet.experiments.compress.config import CompressConfig
+from srnet.experiments.compress.run import CompressResult
 from srnet.experiments.demo import DemoResult
 from srnet.experiments.run.driver import RunResult, run_recipe
 from srnet.experiments.sweep.execute import SweepResult
-from srnet.experiments.verbs import compress_pipeline  # also registers the compress stage kind
 from srnet.experiments.verbs.attack import AttackConfig
 from srnet.experiments.verbs.bench import BenchConfig
 from srnet.experiments.verbs.bias import DifficultyConfig
 from srnet.experiments.verbs.common import with_flags as with_flags  # re-exported: the CLI's data flags
-from srnet.experiments.verbs.compress_config import CompressConfig, CompressResult
 from srnet.experiments.verbs.predict import PredictConfig
 from srnet.experiments.verbs.report import ReportConfig
 from srnet.experiments.verbs.transfer import TransferConfig
@@ -222,7 +223,7 @@ def predict(run: str | Path, config: PredictConfig | None = None, *, output: str
             raise SrnetError(f"--output {output}: a run's own record; predictions never replace it")
         check_new_file(output, overwrite, "--output")
     load_plugins(plugins)
-    return predict_run_split(run, split, output)
+    return predict_run_split(run, split, output, overwrite=overwrite)
 
 
 @takes(ReportConfig)
@@ -426,8 +427,8 @@ def compress(
     written); ``dry_run`` prints the plan and the estimate and trains nothing."""
     resolved = CompressConfig.resolve(config, settings)
     model, out = str(_path("model", model)), _path("out", out)
-    return compress_pipeline.compress(model, resolved, recipe=recipe, overrides=overrides, out=out,
-                                  resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
+    return compress_stage.compress(model, resolved, recipe=recipe, overrides=overrides, out=out,
+                                   resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
 
 
 def metrics(run: str | Path) -> RunMetrics:

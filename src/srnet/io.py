@@ -14,7 +14,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,36 @@ MAX_YAML_DEPTH = 50
 about 5 deep; a thousand '[' would exhaust PyYAML's (and every later reader's) recursion."""
 MAX_YAML_SIZE = 1_000_000
 """The longest YAML text (characters; a file's size in bytes) read: a sweep file is a few KB."""
+
+
+@contextmanager
+def set_aside(folder: Path | None, what: str, keep: Iterable[str] = ()) -> Iterator[None]:
+    """Move ``folder``'s entries (all but ``keep``, e.g. the lock its owner holds for its whole
+    life) into a hidden sibling while the block runs; delete them once the block succeeds, move
+    them back if it fails or is interrupted (``--overwrite`` loses nothing until the new result
+    exists; after a SIGKILL the old one is still in the sibling).  ``what`` names the contents in
+    the message of an earlier interrupted call."""
+    if folder is None or not folder.exists():
+        yield
+        return
+    kept = folder.with_name(f".{folder.name}.previous")
+    if kept.exists():
+        raise SrnetError(f"an earlier --overwrite of {folder} was interrupted: {what} before it is kept in "
+                         f"{kept}; move it back or delete it, then run again")
+    staying = set(keep)
+    kept.mkdir()
+    for entry in [e for e in folder.iterdir() if e.name not in staying]:
+        entry.rename(kept / entry.name)
+    try:
+        yield
+    except BaseException:
+        for entry in [e for e in folder.iterdir() if e.name not in staying]:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        for entry in kept.iterdir():
+            entry.rename(folder / entry.name)
+        kept.rmdir()
+        raise
+    shutil.rmtree(kept)
 
 
 def file_sha256(path: str | Path) -> str:

@@ -27,9 +27,9 @@ parameters are checked like these. Model families have their own table in
 def registries() -> list[tuple[Registry[Any], str]]:
     """(registry, where a recipe or command names its plug-ins), each populated."""
     import srnet.evaluation.attacks  # registers the attacks
+    import srnet.experiments.compress.stage  # registers the compress stage kind
     import srnet.experiments.run.tamt  # registers the run kinds (with .task)
     import srnet.experiments.run.task
-    import srnet.experiments.verbs.compress_pipeline  # registers the compress stage kind
     import srnet.reporting.study  # noqa: F401  (registers the report sections)
     from srnet.bias.features import FEATURES
     from srnet.evaluation.attacks.base import ATTACKS

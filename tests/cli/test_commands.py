@@ -13,13 +13,13 @@ import sys
 import pytest
 import yaml
 
+import srnet.experiments.compress.stage
 from conftest import REPO, entry_point_site, srnet
 from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.cli import api_function, build_parser
 from srnet.errors import SrnetError
 from srnet.experiments.sweep.stages import STAGES
-from srnet.experiments.verbs import compress_pipeline  # noqa: F401  (registers the compress stage kind)
 from srnet.experiments.verbs.base import GROUPS, VERBS, Verb, register_verb
 
 

@@ -16,8 +16,10 @@ from conftest import save_tiny_model, tiny_recipe
 from srnet import api
 from srnet.cli import main
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.compress_config import GATE_FAILED_EXIT, CompressConfig, CompressResult
-from srnet.experiments.verbs.compress_gates import gates
+from srnet.experiments.compress.config import GATE_FAILED_EXIT, CompressConfig
+from srnet.experiments.compress.gates import gates
+from srnet.experiments.compress.record import CompressRecord
+from srnet.experiments.compress.run import CompressResult
 from srnet.io import file_sha256
 from srnet.rundir import locks
 
@@ -60,13 +62,13 @@ def compressed(finetuned, tmp_path_factory) -> CompressResult:
                                                **FAST}}}}
     (root / "sweep.yaml").write_text(yaml.safe_dump(sweep))
     (job,) = api.sweep(root / "sweep.yaml", **QUIET).jobs
-    return CompressResult(job.folder, 0.5, record=json.loads((job.folder / "compress.json").read_text()))
+    return CompressResult(job.folder, 0.5, record=CompressRecord.load(job.folder))
 
 
 def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finetuned):
     from transformers import AutoModelForSequenceClassification
 
-    out, record = compressed.out, compressed.record
+    out, record = compressed.out, compressed.record.model_dump(mode="json")
     assert record["level"] == 0.5 and record["reference"] == "teacher"
     assert {"dense", "teacher", "student", "shipped"} <= set(record["figures"])
     # the student really is at its level: half of every layer's heads and neurons, shrunk
@@ -77,14 +79,15 @@ def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finet
     assert n_small < 0.6 * n_dense
     card = ModelCard.load(out / "model" / "README.md")
     names = [r.metric_name for r in card.data.eval_results]
-    assert any(n.startswith("compressed (torch): accuracy") for n in names)
-    assert any(n.startswith("original (dense): latency") for n in names)
+    assert any(n.startswith("compressed, FP32 (PyTorch): accuracy") for n in names)
+    assert "| original (dense, PyTorch) |" in card.text and "latency (ms)" in card.text
     assert any("charswap" in n for n in names)
     assert "trust_remote_code=True" in card.text
     # the recovery as the student ran it (twice the data recipe's max_steps 4), on the card too
     assert (record["recovery"]["max_steps"], record["recovery"]["lr"]) == (8, 5e-5)
     assert record["recovery"]["distill"] == "plain"
-    assert "distilled recovery: 8 steps at lr 5e-05" in card.text
+    assert ("Recovery: 8 steps at lr 5e-05, PoE against the bias model, plus distillation from the teacher "
+            "(KL at T 2).") in card.text
     # each gate is computed from the figures recorded beside it
     shipped, ref = record["figures"]["shipped"], record["figures"]["teacher"]
     by_name = {g["gate"]: g for g in record["gates"]}
@@ -113,14 +116,15 @@ def test_a_per_channel_int8_compression_ships_scores_times_and_gates_that_graph(
     (bench,) = (tmp_path / "c" / "stages" / "bench").glob("*/bench.json")
     rows = json.loads(bench.read_text())["rows"]
     timed = [r for r in rows if r["runtime"] == "onnxruntime-int8-per-channel"]
-    assert len(timed) == 2 and result.record["speed"]["speedup"] == timed[1]["speedup"]
-    assert result.record["speed"]["dense_int8_speedup"] == timed[0]["speedup"]
-    assert "int8" in {g["gate"] for g in result.record["gates"]}
-    assert "compressed INT8 (as shipped)" in (model / "README.md").read_text()
+    assert len(timed) == 2 and result.record.speed.speedup == timed[1]["speedup"]
+    assert result.record.model_dump(mode="json")["speed"]["dense_int8_speedup"] == timed[0]["speedup"]
+    assert "int8" in {g["gate"] for g in result.record.model_dump(mode="json")["gates"]}
+    assert "compressed as shipped (onnx-int8-per-channel)" in (model / "README.md").read_text()
     (student,) = (tmp_path / "c" / "stages" / "student").glob("*/config.yaml")
     assert yaml.safe_load(student.read_text())["objective"]["params"]["through_bias"] is True
-    assert result.record["recovery"]["distill"] == "through-bias"
-    assert "recovery distilled through the bias: 8 steps" in (model / "README.md").read_text()
+    assert result.record.model_dump(mode="json")["recovery"]["distill"] == "through-bias"
+    card = (model / "README.md").read_text()
+    assert "8 steps at lr 5e-05, PoE against the bias model, plus distillation from the teacher, both" in card
 
 
 def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path):
@@ -138,22 +142,22 @@ def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path)
     sweep = (stages / "sweep.yaml").read_text().replace(str(compressed.out), str(out))
     (stages / "sweep.yaml").write_text(sweep)
     with pytest.raises(SrnetError, match="holds an unfinished compression"):
-        api.compress(compressed.record["model"], out=out, sparsity=0.5, bias=BIAS, **FAST,
+        api.compress(compressed.record.model, out=out, sparsity=0.5, bias=BIAS, **FAST,
                      recipe=data_recipe(), **QUIET)
-    again = api.compress(compressed.record["model"], out=out, sparsity=0.5, bias=BIAS, **FAST,
+    again = api.compress(compressed.record.model, out=out, sparsity=0.5, bias=BIAS, **FAST,
                          recipe=data_recipe(), resume=True, **QUIET)
     assert file_sha256(out / "model" / "model.safetensors") == before
-    assert again.record["figures"]["student"]["id"] == compressed.record["figures"]["student"]["id"]
+    assert again.record.figures["student"].id == compressed.record.figures["student"].id
     import json
 
     recorded = [json.loads(p.read_text())["peak_rss_mb"] for p in stages.glob("*/*/stage.json")]
     assert len(recorded) == 9 and min(recorded) > 0  # the stages kept from the first call count too
-    assert again.record["peak_rss_mb"] >= max(recorded)
+    assert again.record.model_dump(mode="json")["peak_rss_mb"] >= max(recorded)
 
 
 def test_a_finished_compression_is_not_replaced_without_overwrite(compressed):
     with pytest.raises(SrnetError, match="already holds a finished compression"):
-        api.compress(compressed.record["model"], out=compressed.out, sparsity=0.5, **FAST, **QUIET)
+        api.compress(compressed.record.model, out=compressed.out, sparsity=0.5, **FAST, **QUIET)
 
 
 def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path, monkeypatch):
@@ -179,7 +183,7 @@ def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path, monkeypatch
 def test_the_probe_times_batches_at_the_quartile_midpoints_of_their_padded_length():
     """The dry run's probe stands for the mean batch: one batch from each quartile of padded length
     (the longest example in the batch), whatever order the batches come in."""
-    from srnet.experiments.verbs.compress_pipeline import probe_batches
+    from srnet.experiments.compress.estimate import probe_batches
 
     lengths = list(range(1, 81))  # example i has i + 1 tokens
     batches = [[i] for i in range(80)][::-1]  # 80 one-example batches, longest first
@@ -189,22 +193,24 @@ def test_the_probe_times_batches_at_the_quartile_midpoints_of_their_padded_lengt
 
 
 def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
-    from srnet.experiments.verbs.compress_pipeline import resolve_source, size_to_machine
+    from srnet.experiments.compress.sizing import size_to_machine
+    from srnet.experiments.compress.source import resolve_source
 
     config = CompressConfig(speedup=1.01, levels=[0.25, 0.5, 0.75], rounds=3, batch=4, length=32, margin=0.0,
                             runtime="torch")
     sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
-    assert [p["level"] for p in sizing["curve"]] == [0.25, 0.5, 0.75]
-    first = next(p["level"] for p in sizing["curve"] if p["speedup"] >= sizing["needed"])
-    assert sizing["level"] == first
+    assert [p.level for p in sizing.curve] == [0.25, 0.5, 0.75]
+    first = next(p.level for p in sizing.curve if p.speedup >= sizing.needed)
+    assert sizing.level == first
 
 
 def test_the_sizing_times_the_levels_under_the_runtime_and_the_dense_model_under_pytorch_only(
         finetuned, monkeypatch):
     """The sizing compares each level's graph with dense PyTorch FP32: the dense model's own graphs
     would be exported, quantized and timed for nothing."""
+    from srnet.experiments.compress.sizing import size_to_machine
+    from srnet.experiments.compress.source import resolve_source
     from srnet.experiments.verbs import bench_timing
-    from srnet.experiments.verbs.compress_pipeline import resolve_source, size_to_machine
 
     rows = []
 
@@ -220,14 +226,15 @@ def test_the_sizing_times_the_levels_under_the_runtime_and_the_dense_model_under
     sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
     assert [runtime for _, runtime in rows] == ["torch", "onnxruntime-int8-per-channel",
                                                 "onnxruntime-int8-per-channel"]
-    assert rows[0][0] == str(finetuned / "model") and [p["level"] for p in sizing["curve"]] == [0.25, 0.5]
+    assert rows[0][0] == str(finetuned / "model") and [p.level for p in sizing.curve] == [0.25, 0.5]
 
 
 @pytest.mark.parametrize("runtime", ["torch", "onnx", "onnx-int8", "onnx-int8-per-channel"])
 def test_the_runtime_reaches_the_export_the_shipped_scoring_and_the_bench(finetuned, tmp_path, runtime):
     """``--runtime`` sets the graphs the export writes, the runtime its file is scored under and the
     graphs the bench times: the INT8 mode (per tensor or per channel) is the same in all three."""
-    from srnet.experiments.verbs.compress_pipeline import compress_sweep, resolve_source
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
     from srnet.export.runtimes import RUNTIMES
 
     assert runtime in RUNTIMES
@@ -242,7 +249,7 @@ def test_the_runtime_reaches_the_export_the_shipped_scoring_and_the_bench(finetu
 def test_the_speed_gate_reads_the_rows_of_its_own_int8_mode(tmp_path):
     """A bench that timed both INT8 modes: the per-channel compression's speed-up (and the dense
     INT8 figure beside it) come from the per-channel rows, never the per-tensor ones."""
-    from srnet.experiments.verbs.compress_gates import bench_figures
+    from srnet.experiments.compress.record import bench_figures
 
     def row(model, runtime, ms):
         return {"model": model, "runtime": runtime, "latency_ms": ms, "speedup": 100 / ms, "batch": 1,
@@ -255,14 +262,16 @@ def test_the_speed_gate_reads_the_rows_of_its_own_int8_mode(tmp_path):
                                                      "environment": {"cpu": "x"}}))
     for runtime, speedup, dense in (("onnx-int8", 100 / 30, 2.0), ("onnx-int8-per-channel", 4.0, 2.5)):
         figures = bench_figures(tmp_path / "bench.json", runtime)
-        assert (figures["speedup"], figures["dense_int8_speedup"]) == (speedup, dense)
-    assert bench_figures(tmp_path / "bench.json", "torch")["dense_int8_speedup"] is None
+        assert (figures.speedup, figures.dense_int8_speedup) == (speedup, dense)
+    assert bench_figures(tmp_path / "bench.json", "torch").dense_int8_speedup is None
 
 
 def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_path):
     """``--recovery-epochs`` reaches the student's training (over the recipe's max_steps, which would
     otherwise silently win) and the dry run's estimate counts its steps; no other stage changes."""
-    from srnet.experiments.verbs.compress_pipeline import compress_sweep, estimate_seconds, resolve_source
+    from srnet.experiments.compress.estimate import estimate_seconds
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
 
     source = resolve_source(str(finetuned), data_recipe(), None)  # max_steps 4, 32 pairs at batch 8
     plain_config = CompressConfig(sparsity=0.5, recovery_factor=1)  # the recipe's own length
@@ -289,7 +298,7 @@ def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_pa
     ({"epochs": 3.0, "max_steps": 4}, 1.0, {}),
 ])
 def test_the_recovery_is_twice_the_recipes_training_by_default(training, factor, expected):
-    from srnet.experiments.verbs.compress_pipeline import recovery_length
+    from srnet.experiments.compress.plan import recovery_length
 
     assert CompressConfig(sparsity=0.5).recovery_factor == 2.0
     assert recovery_length(CompressConfig(sparsity=0.5, recovery_factor=factor), training) == expected
@@ -299,7 +308,9 @@ def test_the_recovery_is_twice_the_recipes_training_by_default(training, factor,
 
 
 def test_the_default_recovery_reaches_the_student_and_its_estimate(finetuned, tmp_path):
-    from srnet.experiments.verbs.compress_pipeline import compress_sweep, estimate_seconds, resolve_source
+    from srnet.experiments.compress.estimate import estimate_seconds
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
 
     source = resolve_source(str(finetuned), data_recipe(), None)  # max_steps 4
     config = CompressConfig(sparsity=0.5)
@@ -311,7 +322,8 @@ def test_the_default_recovery_reaches_the_student_and_its_estimate(finetuned, tm
 def test_on_a_one_epoch_recipe_the_default_plans_the_stages_the_mnli_study_ran(finetuned, tmp_path):
     """The MNLI study's ``--recovery-epochs 2`` stage and the default (twice the recipe's one epoch)
     plan the same stages, so they get the same keys."""
-    from srnet.experiments.verbs.compress_pipeline import compress_sweep, resolve_source
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
 
     recipe = data_recipe()
     recipe["training"].update(epochs=1, max_steps=None)
@@ -357,8 +369,9 @@ def test_recovery_epochs_and_factor_together_are_refused(finetuned, tmp_path, ca
     ("none", {"pred_weight": 0.0})])
 def test_recovery_distill_sets_the_students_objective_and_nothing_else(finetuned, tmp_path, distill, params):
     from srnet.config import ObjectiveConfig
-    from srnet.experiments.verbs.compress_gates import distillation
-    from srnet.experiments.verbs.compress_pipeline import compress_sweep, resolve_source
+    from srnet.experiments.compress.finish import distillation
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
 
     source = resolve_source(str(finetuned), data_recipe(), None)
     default = compress_sweep(source, 0.5, CompressConfig(sparsity=0.5, bias=BIAS), tmp_path / "a")
@@ -381,6 +394,15 @@ def figures(**changes) -> dict:
     return {**FIGURES, **changes}
 
 
+def checked_gates(config, reference, student, shipped, speedup: float) -> list[dict]:
+    """:func:`gates` of figure dicts, as recorded dicts."""
+    from srnet.experiments.compress.record import ModelFigures, Speed
+
+    typed = [ModelFigures.model_validate({"run": "r", **f}) for f in (reference, student, shipped)]
+    speed = Speed(dense_ms=1.0, compressed_ms=1.0, speedup=speedup, batch=1, length=8, threads=1, rounds=1)
+    return [g.model_dump() for g in gates(config, *typed, speed)]
+
+
 @pytest.mark.parametrize(("shipped", "speedup", "failed"), [
     (figures(), 2.2, []),
     (figures(id=0.785), 2.2, ["id"]),                       # more than 1 point of ID lost
@@ -391,7 +413,7 @@ def figures(**changes) -> dict:
 ])
 def test_gates_fail_when_they_should(shipped, speedup, failed):
     config = CompressConfig(speedup=2.0, runtime="torch")
-    checked = gates(config, FIGURES, FIGURES, shipped, {"speedup": speedup})
+    checked = checked_gates(config, FIGURES, FIGURES, shipped, speedup)
     assert [g["gate"] for g in checked if not g["passed"]] == failed
     bad = [g["line"] for g in checked if not g["passed"]]
     assert all(line.startswith("FAIL ") for line in bad)
@@ -401,18 +423,19 @@ def test_a_collapse_the_reference_shares_is_named_but_does_not_fail():
     """An MNLI model of this size calls nearly every HANS pair entailment: the dense model and its
     dense PoE reference 'collapse' there too, so that alone is no failure of the compressed model."""
     both = figures(collapsed=["hans"])
-    [gate] = [g for g in gates(CompressConfig(speedup=2.0), both, both, both, {"speedup": 2.2})
+    [gate] = [g for g in checked_gates(CompressConfig(speedup=2.0), both, both, both, 2.2)
               if g["gate"] == "collapse"]
     assert gate["passed"] and gate["line"].endswith("no split (hans: the reference too)")
-    [gate] = [g for g in gates(CompressConfig(speedup=2.0), both, both, figures(collapsed=["hans", "dev"]),
-                               {"speedup": 2.2}) if g["gate"] == "collapse"]
+    worse = figures(collapsed=["hans", "dev"])
+    [gate] = [g for g in checked_gates(CompressConfig(speedup=2.0), both, both, worse, 2.2)
+              if g["gate"] == "collapse"]
     assert not gate["passed"] and gate["value"] == ["dev"]
 
 
 def test_elapsed_time_counts_each_stage_once_across_resumes(tmp_path):
     import json
 
-    from srnet.experiments.verbs.compress_pipeline import stage_seconds
+    from srnet.experiments.compress.run import stage_seconds
 
     events = [("00:00:00", "start", "a"), ("00:05:00", "start", "a"),   # killed, then resumed
               ("00:06:00", "done", "a"), ("00:06:00", "start", "b"), ("00:06:30", "done", "b"),
@@ -426,7 +449,7 @@ def test_elapsed_time_counts_each_stage_once_across_resumes(tmp_path):
 
 def test_int8_file_that_loses_accuracy_fails_its_gate():
     config = CompressConfig(sparsity=0.5, runtime="onnx-int8")
-    checked = gates(config, FIGURES, figures(id=0.83), figures(id=0.815), {"speedup": 2.0})
+    checked = checked_gates(config, FIGURES, figures(id=0.83), figures(id=0.815), 2.0)
     assert [g["gate"] for g in checked if not g["passed"]] == ["int8"]
 
 
@@ -442,7 +465,7 @@ def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
     (out / "stages" / "sweep.yaml").write_text(sweep)
     recipe = tmp_path / "data.yaml"
     recipe.write_text(yaml.safe_dump(data_recipe()))
-    code = main(["compress", str(compressed.record["model"]), "--out", str(out), "--sparsity", "0.5",
+    code = main(["compress", str(compressed.record.model), "--out", str(out), "--sparsity", "0.5",
                  "--bias", BIAS, "--attack-n", "4", "--rounds", "1", "--batch", "2", "--length", "16",
                  "--runtime", "torch", "--recipe", str(recipe), "--resume"])
     captured = capsys.readouterr()
@@ -540,8 +563,8 @@ def test_the_sweep_stage_prints_what_the_cli_prints(compressed, finetuned, capsy
     so a sweep's log holds what ``srnet compress`` would have printed; a finished folder is read,
     not recompressed."""
     from srnet.config import as_recipe
-    from srnet.experiments.verbs.compress import compress_summary
-    from srnet.experiments.verbs.compress_pipeline import CompressParams, CompressStage
+    from srnet.experiments.compress.stage import CompressParams, CompressStage
+    from srnet.experiments.compress.summary import compress_summary
 
     before = file_sha256(compressed.out / "compress.json")
     params = CompressParams(model=str(finetuned), sparsity=0.5, bias=BIAS, **FAST)
@@ -550,7 +573,7 @@ def test_the_sweep_stage_prints_what_the_cli_prints(compressed, finetuned, capsy
     printed = capsys.readouterr().out
     summary = compress_summary(compressed.record)
     assert printed == f"{compressed.out}:\n{summary}\n"
-    assert all(g["line"] in summary for g in compressed.record["gates"])
+    assert all(g.line in summary for g in compressed.record.gates)
     ending = "PASSED" if compressed.passed else "FAILED: the model is written, marked as failed"
     assert summary.endswith(ending)
     assert file_sha256(compressed.out / "compress.json") == before
@@ -561,7 +584,7 @@ def test_a_stage_whose_record_is_not_one_names_the_file(tmp_path, text):
     """A finished stage folder whose ``compress.json`` was cut short or replaced is a one-line
     error naming that file, not a traceback from the summary."""
     from srnet.config import as_recipe
-    from srnet.experiments.verbs.compress_pipeline import CompressParams, CompressStage
+    from srnet.experiments.compress.stage import CompressParams, CompressStage
 
     (tmp_path / "compress.json").write_text(text)
     params = CompressParams(model="unused", sparsity=0.5, bias=BIAS, **FAST)

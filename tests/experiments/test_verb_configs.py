@@ -1,4 +1,4 @@
-"""Each verb's settings are written once (issue 41): every field of its config model is a flag of
+"""Each verb's settings are written once: every field of its config model is a flag of
 its command, a keyword of its ``api`` call and (where a sweep stage runs the verb) a field of the
 stage's params, each with the same name and default; the config and the keywords give one call."""
 
@@ -128,10 +128,10 @@ def test_every_verb_offers_the_runtimes_of_one_table():
 
     from srnet.config import EvaluationConfig
     from srnet.export.onnx import check_quantize
-    from srnet.export.runtimes import QUANTIZE_MODES, RUNTIME_QUANTIZE, RUNTIMES
+    from srnet.export.runtimes import QUANTIZE_MODES, RUNTIMES
 
-    assert get_args(EvaluationConfig.model_fields["runtime"].annotation) == RUNTIMES
-    assert {q for q in RUNTIME_QUANTIZE.values() if q} == set(QUANTIZE_MODES)
+    assert get_args(EvaluationConfig.model_fields["runtime"].annotation) == tuple(RUNTIMES)
+    assert {r.quantize for r in RUNTIMES.values() if r.quantize} == set(QUANTIZE_MODES)
     for mode in QUANTIZE_MODES:
         check_quantize(mode, onnx=True)
     with pytest.raises(SrnetError, match="--runtime onnx-int4: not one of"):

@@ -70,18 +70,21 @@ class BiasFeature:
     extract: Extractor
     per_fold: Callable[[], TransformerMixin]
     help: str
+    needs_pairs: bool = False
+    """Whether it models the second text of a pair: on a single-sentence task it has nothing to read,
+    or reads the whole input (a bias model of the task itself), so ``srnet compress`` refuses it."""
 
 
 FEATURES: Registry[BiasFeature] = Registry("bias feature")
 
 
 def register_feature(
-    name: str, *, per_fold: Callable[[], TransformerMixin], help: str
+    name: str, *, per_fold: Callable[[], TransformerMixin], help: str, needs_pairs: bool = False
 ) -> Callable[[Extractor], Extractor]:
     """Decorator that registers an extractor under ``name``."""
 
     def add(extract: Extractor) -> Extractor:
-        FEATURES.add(name, BiasFeature(name, extract, per_fold, help))
+        FEATURES.add(name, BiasFeature(name, extract, per_fold, help, needs_pairs))
         return extract
 
     return add
@@ -112,6 +115,7 @@ OVERLAP_COLUMNS = (
 @register_feature(
     "overlap",
     per_fold=StandardScaler,
+    needs_pairs=True,
     help="Clark et al.'s lexical-overlap features of a premise/hypothesis pair (NLI, paraphrase)",
 )
 def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np.ndarray:
@@ -145,6 +149,7 @@ def overlap_features(examples: Sequence[Example], context: FeatureContext) -> np
 @register_feature(
     "overlap_shortcut",
     per_fold=StandardScaler,
+    needs_pairs=True,
     help="only the HANS heuristics: hypothesis fully contained in / a contiguous run of the premise",
 )
 def overlap_shortcut_features(examples: Sequence[Example], context: FeatureContext) -> np.ndarray:
@@ -216,6 +221,7 @@ def _vocabulary_and_idf() -> Pipeline:
 @register_feature(
     "hypothesis_bow",
     per_fold=_vocabulary_and_idf,
+    needs_pairs=True,
     help="bag of words of the hypothesis (text_b, or text_a when there is none); vocabulary per fold",
 )
 def hypothesis_bow_features(examples: Sequence[Example], context: FeatureContext) -> sparse.csr_matrix:

@@ -20,16 +20,14 @@ to one stage (``prune.training.epochs=1``), as grid keys do.
 from __future__ import annotations
 
 import copy
-import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from srnet.config import parse_override, set_dotted
 from srnet.errors import NeedsOption, SrnetError
-from srnet.io import atomic_write_text
+from srnet.io import atomic_write_text, set_aside
 
 SUMMARY = "summary.txt"
 
@@ -147,35 +145,13 @@ def run_demo(
     if not overwrite and (out / RECORD).is_file() and not resume:
         raise NeedsOption(f"{out} holds an unfinished demo; pass resume=True to continue it or "
                           "overwrite=True to start over", "resume", "overwrite")
-    with set_aside(out if overwrite else None):
+    with set_aside(out if overwrite else None, "the demo"):
         record_sweep(data, out, resume=resume and not overwrite)
         result = execute(jobs, out, progress=progress)
         for job in jobs:
             if job.key in result.failed:
                 raise SrnetError(f"demo stage '{job.label}' failed: {result.failed[job.key]}")
         return summarize_demo(out, progress=progress)
-
-
-@contextmanager
-def set_aside(folder: Path | None) -> Iterator[None]:
-    """Move ``folder`` to a hidden sibling while the block runs; delete it once the block
-    succeeds, move it back if the block fails or is interrupted (``--overwrite`` loses nothing
-    until the new result exists; after a SIGKILL the old one is still in the sibling)."""
-    if folder is None or not folder.exists():
-        yield
-        return
-    kept = folder.with_name(f".{folder.name}.previous")
-    if kept.exists():
-        raise SrnetError(f"an earlier --overwrite of {folder} was interrupted: the demo before it "
-                         f"is kept in {kept}; move it back or delete it, then run again")
-    folder.rename(kept)
-    try:
-        yield
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        kept.rename(folder)
-        raise
-    shutil.rmtree(kept)
 
 
 def finished_demo(out: Path, jobs: list) -> DemoResult | None:

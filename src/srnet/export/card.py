@@ -29,12 +29,11 @@ def model_card(info: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = N
     recipe's ``output_dir``, where the run happened to be written, is left out)."""
     masks = info.get("masks") or {}
     shrunk = info.get("shrunk")
-    base = _hub_id(masks.get("base_model") or (metrics or {}).get("model"))
+    base = hub_id(masks.get("base_model") or (metrics or {}).get("model"))
     tags = ["srnet", "pruning", "sparsity"] + (["structured-pruning"] if shrunk else [])
     if masks.get("method"):
         tags.append(f"srnet-{masks['method']}")
-    data = ModelCardData(library_name="transformers", base_model=base,
-                         pipeline_tag="text-classification", tags=tags)
+    data = card_data(base_model=base, tags=tags)
     lines = [f"# {(metrics or {}).get('run') or 'srnet export'}", "", *_pruning(info, masks, shrunk)]
     if metrics:
         lines += ["", *_results(metrics)]
@@ -47,11 +46,44 @@ def model_card(info: Mapping[str, Any], *, metrics: Mapping[str, Any] | None = N
     if recipe:
         shown = {key: value for key, value in recipe.items() if key != "output_dir"}
         lines += ["", "## Recipe", "", "```yaml", yaml.safe_dump(shown, sort_keys=False).rstrip(), "```"]
-    content = f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines) + "\n"
-    return str(ModelCard(content))
+    return render_card(data, lines)
 
 
-def _hub_id(name: str | None) -> str | None:
+KNOWN_DATASETS = {"mnli": "nyu-mll/multi_nli", "sst2": "stanfordnlp/sst2", "qqp": "nyu-mll/glue",
+                  "fever": "fever/fever", "hans": "jhu-cogsci/hans", "paws": "google-research-datasets/paws"}
+"""Task or split names of public sets -> their Hub ids (a card's ``datasets``)."""
+
+
+def card_data(*, base_model: str | None, tags: list[str], labels: list[str] | None = None,
+              datasets: list[str] | None = None, failed: bool = False, model_name: str | None = None,
+              eval_results: list[Any] | None = None) -> ModelCardData:
+    """The front matter of every srnet card: ``library_name``, ``pipeline_tag``, ``base_model``,
+    tags, label names, datasets and ``model-index`` results; a model that failed a gate says so in
+    a tag, in ``model-index``'s name and in ``srnet_status``, so no reader of the metadata alone
+    mistakes it for a passing one."""
+    extra: dict[str, Any] = {"srnet_status": "FAILED" if failed else "passed"} if model_name else {}
+    if labels:
+        extra["labels"] = labels
+    name = f"FAILED: {model_name}" if failed and model_name else model_name
+    return ModelCardData(library_name="transformers", pipeline_tag="text-classification",
+                         base_model=base_model, tags=[*tags, *(["failed-gates"] if failed else [])],
+                         datasets=datasets or None, model_name=name, eval_results=eval_results or None,
+                         **extra)
+
+
+def render_card(data: ModelCardData, lines: list[str]) -> str:
+    """The card's text: the front matter, then the body ``lines``."""
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines) + "\n"))
+
+
+def dataset_ids(task: str, files: list[str]) -> list[str]:
+    """The Hub id of a known public task, else the names of the data files."""
+    if task in KNOWN_DATASETS:
+        return [KNOWN_DATASETS[task]]
+    return sorted({Path(f).name for f in files if f})
+
+
+def hub_id(name: str | None) -> str | None:
     """A hub id for ``base_model``: the default's, a name that is not a local path, else None."""
     if not name or name == "default":
         return DEFAULT_HUB_ID if name else None

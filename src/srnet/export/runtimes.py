@@ -1,8 +1,11 @@
-"""The runtimes a model is scored and timed under and the INT8 quantization each one uses: one
-table that evaluation (``evaluation.runtime``), export (``--quantize``), bench (row names) and
-``srnet compress`` (``--runtime``) all read.  Imports no torch."""
+"""The runtimes a model is scored and timed under: one typed table (:data:`RUNTIMES`) that
+evaluation (``evaluation.runtime``), export (``--quantize``), bench (row labels) and ``srnet
+compress`` (``--runtime``) all read.  Code asks a :class:`Runtime` row what it needs (an ONNX graph,
+a quantization mode, a bench label) and never branches on a runtime's name.  Imports no torch."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 QUANTIZE_MODES: dict[str, str] = {
     "int8": "dynamic (QInt8 weights, one scale per tensor)",
@@ -11,18 +14,58 @@ QUANTIZE_MODES: dict[str, str] = {
 """ONNX Runtime's dynamic quantization (int8 weights of the MatMul/Gemm layers, activations
 quantized per batch at run time), by mode name: what ``srnet_export.json`` records as ``mode``."""
 
-RUNTIME_QUANTIZE: dict[str, str | None] = {
-    "torch": None,
-    "onnx": None,
-    "onnx-int8": "int8",
-    "onnx-int8-per-channel": "int8-per-channel",
-}
-"""Every runtime by name, and the :data:`QUANTIZE_MODES` entry it scores with (None: FP32)."""
 
-RUNTIMES = tuple(RUNTIME_QUANTIZE)
+@dataclass(frozen=True)
+class Runtime:
+    """One runtime: the engine that runs the model and the INT8 mode of its graph (None: FP32)."""
+
+    name: str
+    engine: str
+    """``torch`` (the model as loaded) or ``onnxruntime`` (an ONNX graph under ONNX Runtime)."""
+    quantize: str | None = None
+
+    @property
+    def needs_onnx(self) -> bool:
+        """Whether scoring or timing it needs an ONNX graph (and the srnet[onnx] extra)."""
+        return self.engine == "onnxruntime"
+
+    @property
+    def int8(self) -> bool:
+        return self.quantize is not None
+
+    @property
+    def bench_label(self) -> str:
+        """The ``runtime`` column of the bench rows that time it: ``torch``, ``onnxruntime`` or
+        ``onnxruntime-<mode>``."""
+        return self.engine if self.quantize is None else f"{self.engine}-{self.quantize}"
+
+    @property
+    def export_flags(self) -> dict[str, object]:
+        """What an export needs to ship its graph: ``{"onnx": bool, "quantize": mode or None}``."""
+        return {"onnx": self.needs_onnx, "quantize": self.quantize}
+
+
+RUNTIMES: dict[str, Runtime] = {
+    row.name: row
+    for row in (
+        Runtime("torch", "torch"),
+        Runtime("onnx", "onnxruntime"),
+        Runtime("onnx-int8", "onnxruntime", "int8"),
+        Runtime("onnx-int8-per-channel", "onnxruntime", "int8-per-channel"),
+    )
+}
+"""Every runtime by name."""
+
+TORCH = RUNTIMES["torch"]
+"""The reference every speed-up is taken against: the model in PyTorch FP32."""
 AUTO_INT8 = "onnx-int8-per-channel"
 """What ``srnet compress --runtime auto`` picks where it can: the route its MNLI study measured at
 >= 2x dense with the reference's accuracy (docs/studies/compress_mnli_cpu.md)."""
+
+
+def get_runtime(name: str) -> Runtime:
+    """The row of ``name`` (a KeyError-free lookup: unknown names are refused by :func:`known_runtime`)."""
+    return RUNTIMES[known_runtime(name, "runtime")]
 
 
 def known_runtime(value: str, flag: str, also: tuple[str, ...] = ()) -> str:
@@ -50,13 +93,9 @@ def auto_runtime() -> tuple[str, str]:
 
 def runtime_quantize(runtime: str) -> str | None:
     """The quantization ``runtime`` scores with (``int8`` for ``onnx-int8``), or None for FP32."""
-    return RUNTIME_QUANTIZE[runtime]
+    return get_runtime(runtime).quantize
 
 
 def bench_runtime(runtime: str) -> str:
-    """The ``runtime`` column of the bench rows that time ``runtime``: ``torch``, ``onnxruntime`` or
-    ``onnxruntime-<mode>``."""
-    if runtime == "torch":
-        return "torch"
-    quantize = runtime_quantize(runtime)
-    return "onnxruntime" if quantize is None else f"onnxruntime-{quantize}"
+    """The bench row label of ``runtime`` (:attr:`Runtime.bench_label`)."""
+    return get_runtime(runtime).bench_label

@@ -22,6 +22,7 @@ from srnet.experiments.run.finish import Outcome, finish_run, mask_metadata, spa
 from srnet.experiments.run.kinds import RunKind, register_run_kind
 from srnet.export import bake_masks
 from srnet.export.onnx import GraphFile, require_onnx, runtime_graphs, runtime_model, verify_export
+from srnet.export.runtimes import get_runtime
 from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
@@ -76,7 +77,7 @@ class TaskRun(RunKind):
         selection_split(recipe, data)  # training.select_on names a split of the recipe
         check_easy_hard(recipe, data)
         check_data(method, data.train is not None)
-        if recipe.evaluation.runtime != "torch":
+        if get_runtime(recipe.evaluation.runtime).needs_onnx:
             require_onnx()  # before any model loads or trains
         set_seed(recipe.seed)
         init_from = recipe.model.init_from

@@ -26,7 +26,7 @@ bench       ``srnet bench`` of several models (a    the result file (``<folder>/
 compress    ``srnet compress`` of a fine-tuned      the compressed model (``<folder>/model``; the
             model, the stage's recipe as its data   gates in ``<folder>/compress.json``);
             (registered by its pipeline,            compress runs a sweep itself, so its stage
-            :mod:`srnet.experiments.verbs.compress_pipeline`) sits above this module, not in it
+            :mod:`srnet.experiments.compress.stage`) sits above this module, not in it
 =========== ======================================= ============================================
 
 A *gathering* stage (``gathers = True``: ``bench``) runs once for the whole sweep, after every
@@ -150,7 +150,8 @@ class PredictStage(Stage):
     def run(self, recipe: Recipe, params: PredictParams, folder: Path) -> None:
         from srnet.experiments.verbs.split_predictions import predict_run_split
 
-        predict_run_split(params.run, params.split, self.output(folder, params), fallback=recipe)
+        predict_run_split(params.run, params.split, self.output(folder, params), fallback=recipe,
+                          overwrite=True)  # the stage owns its folder (a rerun replaces)
 
 
 class DifficultyParams(DifficultyConfig):

@@ -24,7 +24,7 @@ def add_config_flags(p: argparse.ArgumentParser, config_type: type[VerbConfig]) 
         if field.is_required():
             kwargs["required"] = True
         else:
-            kwargs["default"] = default = field.get_default(call_default_factory=True)
+            kwargs["default"] = default = field.get_default(call_default_factory=False)
             if default is not None and kind is not bool and default not in ([], {}):
                 kwargs["help"] += f" (default: {_shown(default)})"
         if kind is bool:
@@ -39,12 +39,26 @@ def add_config_flags(p: argparse.ArgumentParser, config_type: type[VerbConfig]) 
 
 
 def config_values(args: argparse.Namespace, config_type: type[VerbConfig]) -> dict[str, Any]:
-    """The parsed flags of ``config_type``'s fields, as the keywords of its API verb."""
-    values = {name: getattr(args, name) for name in config_type.model_fields}
+    """The flags of ``config_type``'s fields that the user gave, as the keywords of its API verb
+    (a flag left at its default is left out, so the settings know which ones were set: e.g.
+    ``--recovery-epochs`` alone is not "given with --recovery-factor")."""
+    values = {}
     for name, field in config_type.model_fields.items():
-        if _kind(field.annotation)[0] is dict:
-            values[name] = _key_values(flag_name(name, field), values[name])
+        value = getattr(args, name)
+        if not field.is_required() and _left_at_default(value, field):
+            continue
+        is_dict = _kind(field.annotation)[0] is dict
+        values[name] = _key_values(flag_name(name, field), value) if is_dict else value
     return values
+
+
+def _left_at_default(value: Any, field: Any) -> bool:
+    """Whether argparse left ``value`` at the field's default: the default object itself (a typed
+    or appended value is a new object), or a bool flag at its default."""
+    default = field.get_default(call_default_factory=False)
+    if isinstance(value, bool):
+        return value == default
+    return value is default or (value == [] and _kind(field.annotation)[0] is dict)
 
 
 def _key_values(flag: str, items: list[str]) -> dict[str, Any]:

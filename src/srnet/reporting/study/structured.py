@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from srnet.errors import SrnetError
+from srnet.export.runtimes import TORCH
 from srnet.io import atomic_write_text
 from srnet.reporting.render import format_table, new_figure, save_figure
 from srnet.reporting.runs import load_run
@@ -96,7 +97,7 @@ def timed(bench: Path) -> Timed:
     """Read one bench.json and join its PyTorch rows with their runs' metrics."""
     try:
         data = json.loads(bench.read_text(encoding="utf-8"))
-        rows = [r for r in data["rows"] if r.get("runtime", "torch") == "torch"]
+        rows = [r for r in data["rows"] if r.get("runtime", TORCH.bench_label) == TORCH.bench_label]
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise SrnetError(f"{bench}: not an srnet bench result ({type(exc).__name__})") from None
     root = sweep_root(bench)

@@ -1,13 +1,9 @@
-"""What ``srnet compress`` and its end (:mod:`~srnet.experiments.verbs.compress_gates`) share: the
-verb's settings (:class:`CompressConfig`), the user's model (:class:`Source`), the result, the
-recorded file names and the exit code of a failed gate. It imports no torch and nothing of the
-sweep machinery, so the CLI's parser and the compress stage can read it."""
+"""The settings of ``srnet compress`` (:class:`CompressConfig`), the recorded file names and the exit
+code of a failed gate. It imports no torch and nothing of the sweep machinery, so the CLI's parser
+can read it."""
 
 from __future__ import annotations
 
-import shutil
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
@@ -17,8 +13,8 @@ from srnet.settings import VerbConfig
 
 GATE_FAILED_EXIT = 3
 """Exit status of ``srnet compress`` when the artifact misses a gate (bad input: 2)."""
-RECIPE_NAME = "sparse_fast s50_omp (W6): OMP-gradient heads+neurons, distilled PoE recovery"
-"""The committed recipe the pipeline follows (recipes/studies/sparse_fast.yaml)."""
+RECIPE_NAME = "OMP-gradient cut of heads and FFN neurons, then a recovery (recipes/studies/sparse_fast.yaml)"
+"""The committed recipe the pipeline follows."""
 KD = {"name": "kd", "params": {"pred_weight": 1.0, "temperature": 2.0}}
 DISTILLATION = {
     "plain": KD,
@@ -28,6 +24,9 @@ DISTILLATION = {
 """``--recovery-distill``: the student's objective during the recovery (the task loss is PoE with a
 bias, CE without): KL to the teacher's training-split predictions at T 2, the same KL with both
 sides combined with the bias model's (``kd`` ``through_bias``), or no distillation."""
+ATTACK_DEFAULT = 500
+"""``--attack-n`` by default (or the whole split when smaller): enough for an interval of about
++-3 points on the accuracy under attack."""
 RESULT_FILE = "compress.json"
 SIZING_FILE = "sizing.json"
 LOCK = ".compress.lock"
@@ -42,6 +41,7 @@ class CompressConfig(VerbConfig):
     speedup: float | None = Field(
         None,
         gt=1,
+        le=100,
         description="target speed-up over the dense model, "
         "measured on this machine (exclusive with --sparsity)",
     )
@@ -58,10 +58,10 @@ class CompressConfig(VerbConfig):
         f"auto, {', '.join(RUNTIMES)}; auto is onnx-int8-per-channel where ONNX Runtime is installed "
         "and the CPU has int8 dot products (VNNI, AMX), else torch (the record names the one used)",
     )
-    batch: int = Field(32, ge=1, description="batch size of the timing")
-    length: int = Field(128, ge=2, description="sequence length (tokens) of the timing")
-    threads: int = Field(1, ge=1, description="threads of the timing")
-    rounds: int = Field(7, ge=1, description="interleaved timing rounds (median)")
+    batch: int = Field(32, ge=1, le=4096, description="batch size of the timing")
+    length: int = Field(128, ge=2, le=8192, description="sequence length (tokens) of the timing")
+    threads: int = Field(1, ge=1, le=1024, description="threads of the timing")
+    rounds: int = Field(7, ge=1, le=1000, description="interleaved timing rounds (median)")
     margin: float = Field(
         0.05,
         ge=0,
@@ -69,10 +69,11 @@ class CompressConfig(VerbConfig):
         description="the chosen level's timed speed-up must exceed the target by this fraction",
     )
     levels: list[float] = Field(
-        [0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+        [0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
         min_length=1,
         json_schema_extra={"metavar": "LEVEL"},
-        description="candidate head+neuron levels timed for --speedup",
+        description="candidate head+neuron levels timed for --speedup (0: no cut, the dense model in "
+        "the runtime)",
     )
     bias: str | None = Field(
         None,
@@ -83,12 +84,14 @@ class CompressConfig(VerbConfig):
     recovery_epochs: float | None = Field(
         None,
         gt=0,
+        le=100,
         description="epochs of the distilled recovery after the cut (default: --recovery-factor times "
         "the recipe's training)",
     )
     recovery_factor: float = Field(
         2.0,
         gt=0,
+        le=20,
         description="without --recovery-epochs: the recovery's length as a multiple of the recipe's "
         "training (its epochs, or max_steps where set)",
     )
@@ -97,15 +100,28 @@ class CompressConfig(VerbConfig):
         description="the recovery's distillation from the teacher: plain (KL at T 2), through-bias "
         "(the KL with teacher and student combined with the bias model's, as PoE; needs --bias) or none",
     )
-    max_id_drop: float = Field(1.0, ge=0, description="ID-accuracy gate: points below the reference")
-    max_robust_drop: float = Field(0.0, ge=0, description="hard / challenge gate: points below the reference")
-    attack_n: int = Field(200, ge=0, description="dev examples attacked with charswap (0: no attack)")
+    max_id_drop: float = Field(1.0, ge=0, le=10, description="ID-accuracy gate: points below the reference")
+    max_robust_drop: float = Field(0.0, ge=0, le=10,
+                                   description="hard / challenge gate: points below the reference")
+    attack_n: int | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        description=f"examples of the dev split attacked with charswap, as shipped (default: "
+        f"{ATTACK_DEFAULT} or the whole split when smaller; at most the split; 0: no attack)",
+    )
 
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, value: str) -> str:
         """A runtime; ``auto`` resolved here, so a record and a stage's key name the one used."""
         return auto_runtime()[0] if value == "auto" else known_runtime(value, "--runtime", also=("auto",))
+
+    @field_validator("bias")
+    @classmethod
+    def _no_bias(cls, value: str | None) -> str | None:
+        """``--bias none``: plain distilled compression, as no ``--bias`` at all."""
+        return None if value is None or value.strip().lower() == "none" else value
 
     @field_validator("recovery_distill")
     @classmethod
@@ -117,9 +133,9 @@ class CompressConfig(VerbConfig):
     @field_validator("levels")
     @classmethod
     def _levels(cls, value: list[float]) -> list[float]:
-        bad = [v for v in value if not 0 < v < 1]
+        bad = [v for v in value if not 0 <= v < 1]
         if bad:
-            raise ValueError(f"--levels {bad[0]}: a level is a fraction between 0 and 1")
+            raise ValueError(f"--levels {bad[0]}: a level is a fraction from 0 (no cut) to below 1")
         return sorted(set(value))
 
     @model_validator(mode="after")
@@ -134,37 +150,3 @@ class CompressConfig(VerbConfig):
             raise ValueError("--recovery-distill through-bias combines the KL with the bias model: "
                              "give --bias")
         return self
-
-
-@dataclass
-class Source:
-    """The user's model and the recipe that supplies its data."""
-
-    model: str
-    recipe: dict[str, Any]
-    start: dict[str, Any]
-    """The recipe keys that load the user's model (``model.name`` or ``model.init_from``)."""
-    weights: Path
-    """The folder holding the model's weights and config."""
-
-
-@dataclass
-class CompressResult:
-    """A finished (or planned) compression: its folder, the chosen level, the gates."""
-
-    out: Path
-    level: float | None
-    plan: list[str] = field(default_factory=list)
-    estimate_s: float | None = None
-    record: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        return bool(self.record.get("passed"))
-
-
-def copy_model(export: Path, target: Path) -> None:
-    """The export folder copied to ``target`` (the artifact the card describes)."""
-    from srnet.io import atomic_folder
-
-    atomic_folder(target, lambda tmp: shutil.copytree(export, tmp, dirs_exist_ok=True))

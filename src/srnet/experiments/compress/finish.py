@@ -1,0 +1,128 @@
+"""The end of a compression: every model's figures from its stage's records, the gates,
+``<out>/compress.json`` (:class:`~srnet.experiments.compress.record.CompressRecord`), and
+``<out>/model`` with its speed figure and its card."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from srnet.experiments.compress.card import SPEED_FIGURE, compress_card
+from srnet.experiments.compress.config import GATE_FAILED_EXIT, RECIPE_NAME, CompressConfig
+from srnet.experiments.compress.gates import gates
+from srnet.experiments.compress.record import CompressRecord, Recovery, bench_figures, model_figures
+from srnet.experiments.compress.sizing import Sizing
+from srnet.experiments.compress.source import Source
+
+
+def finish(
+    source: Source,
+    config: CompressConfig,
+    sizing: Sizing,
+    outputs: dict[str, str],
+    out: Path,
+    *,
+    elapsed_s: float,
+    peak_rss_mb: float,
+) -> CompressRecord:
+    """Score, gate, write ``<out>/model`` with its figure and card, then ``compress.json`` (last:
+    its presence marks a finished compression); ``passed`` is false when a gate failed, and
+    everything is still written."""
+    figures = {
+        name: model_figures(outputs[name])
+        for name in ("dense", "teacher", "student", "shipped")
+        if name in outputs
+    }
+    reference = "teacher" if "teacher" in figures else "dense"
+    speed = bench_figures(outputs["bench"], config.runtime)
+    checked = gates(config, figures[reference], figures["student"], figures["shipped"], speed)
+    passed = all(g.passed for g in checked)
+    record = CompressRecord(
+        passed=passed,
+        exit_code=0 if passed else GATE_FAILED_EXIT,
+        model=source.model,
+        recipe=RECIPE_NAME,
+        recovery=recovery(outputs["student"]),
+        config=config.model_dump(mode="json"),
+        level=sizing.level,
+        sizing=sizing.model_dump(mode="json"),
+        reference=reference,
+        figures=figures,
+        speed=speed,
+        gates=checked,
+        elapsed_s=round(elapsed_s, 1),
+        peak_rss_mb=round(peak_rss_mb, 1),
+        stages=outputs,
+        bias=config.bias,
+        **describe_data(source),
+        hashed=_hashed(Path(outputs["export"])),
+    )
+    write_model(record, sizing, Path(outputs["export"]), out / "model")
+    record.save(out)
+    return record
+
+
+def recovery(student_run: str) -> Recovery:
+    """The student's recovery as it ran (its recorded recipe)."""
+    from srnet.config import load_run_recipe
+
+    student = load_run_recipe(Path(student_run) / "config.yaml")
+    return Recovery(
+        epochs=student.training.epochs,
+        max_steps=student.training.max_steps,
+        lr=student.training.lr,
+        distill=distillation(student.objective),
+    )
+
+
+def distillation(objective: Any) -> str:
+    """The ``--recovery-distill`` setting a student's recorded objective ran with."""
+    params = objective.params.model_dump()
+    if params.get("pred_weight", 0) == 0:
+        return "none"
+    return "through-bias" if params.get("through_bias") else "plain"
+
+
+def describe_data(source: Source) -> dict[str, Any]:
+    """The card's ``base_model`` (a hub id, else None), label names and datasets."""
+    from srnet.config import recipe_from_dict
+    from srnet.export.card import dataset_ids, hub_id
+    from srnet.tasks import get_task
+
+    recipe = recipe_from_dict({**source.recipe, "name": "compress"})
+    data = recipe.data
+    files = [
+        str(getattr(spec, "path", None) or getattr(spec, "name", None) or "")
+        for spec in [data.train, data.dev, *data.eval, *data.challenge]
+        if spec is not None
+    ]
+    base = source.recipe.get("model", {}).get("name") if "model.init_from" in source.start else source.model
+    return {
+        "base_model": hub_id(base),
+        "labels": list(get_task(recipe.task).labels),
+        "datasets": dataset_ids(recipe.task, files),
+    }
+
+
+def _hashed(export: Path) -> dict[str, str]:
+    from srnet.export import EXPORT_INFO_FILENAME
+    from srnet.export.bake import DIGESTS_KEY
+
+    info = json.loads((export / EXPORT_INFO_FILENAME).read_text(encoding="utf-8"))
+    return dict(info.get(DIGESTS_KEY) or {})
+
+
+def write_model(record: CompressRecord, sizing: Sizing, export: Path, target: Path) -> None:
+    """The export copied to ``target`` with the speed figure and the card."""
+    from srnet.experiments.compress.figure import speed_figure
+    from srnet.io import atomic_folder
+
+    def write(tmp: Path) -> None:
+        shutil.copytree(export, tmp, dirs_exist_ok=True)
+        if sizing.curve:
+            speed_figure(sizing, record, tmp / SPEED_FIGURE)
+        (tmp / "README.md").write_text(compress_card(record), encoding="utf-8")
+
+    atomic_folder(target, write)

@@ -1,0 +1,174 @@
+"""``compress.json`` as one typed record (:class:`CompressRecord`: saved and loaded by one class,
+read through attributes), and the figures it holds, read from the stages' own records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from srnet.errors import SrnetError
+from srnet.experiments.compress.config import RESULT_FILE
+from srnet.export.runtimes import TORCH, get_runtime
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class SplitScore(_Record):
+    accuracy: float | None = None
+    gap: float | None = None
+
+
+class ModelFigures(_Record):
+    """One model's figures: ID accuracy, easy/hard, every other evaluated split, charswap."""
+
+    run: str
+    id_split: str
+    id: float | None = None
+    hard: float | None = None
+    easy: float | None = None
+    runtime: str | None = None
+    collapsed: list[str] = []
+    challenge: dict[str, SplitScore] = {}
+    """Challenge sets (the robustness gates read them)."""
+    evaluated: dict[str, SplitScore] = {}
+    """Every other evaluated split (e.g. a test split): on the record and the card, not gated."""
+    sparsity: float | None = None
+    charswap_aua: float | None = None
+    charswap_file: str | None = None
+    """The file the attack ran on (the shipped graph, or the model folder)."""
+
+
+class Speed(_Record):
+    dense_ms: float
+    compressed_ms: float
+    speedup: float
+    dense_int8_speedup: float | None = None
+    batch: int
+    length: int
+    threads: int
+    rounds: int
+    cpu: str | None = None
+    cpu_int8: dict[str, Any] | None = None
+    warnings: list[str] = []
+
+
+class Gate(_Record):
+    gate: str
+    passed: bool
+    value: Any = None
+    threshold: Any = None
+    line: str
+    interval: dict[str, Any] | None = None
+    """The paired difference from the reference with its 95% interval, where the gate has one."""
+
+
+class Recovery(_Record):
+    epochs: float | None = None
+    max_steps: int | None = None
+    lr: float
+    distill: str = "plain"
+    """Records older than --recovery-distill ran the plain KL."""
+
+
+class CompressRecord(_Record):
+    """``compress.json``."""
+
+    passed: bool
+    exit_code: int
+    model: str
+    recipe: str
+    recovery: Recovery | None = None
+    config: dict[str, Any]
+    level: float
+    sizing: dict[str, Any]
+    reference: str
+    figures: dict[str, ModelFigures]
+    speed: Speed
+    gates: list[Gate]
+    elapsed_s: float
+    peak_rss_mb: float
+    stages: dict[str, str]
+    bias: str | None = None
+    base_model: str | None = None
+    labels: list[str] = []
+    datasets: list[str] = []
+    hashed: dict[str, str] = {}
+    """File -> SHA-256 of what the model folder ships (from its srnet_export.json)."""
+
+    def save(self, folder: Path) -> None:
+        from srnet.io import atomic_write_json
+
+        atomic_write_json(folder / RESULT_FILE, self.model_dump(mode="json"))
+
+    @classmethod
+    def load(cls, folder: Path) -> CompressRecord:
+        """The record in ``folder``; one line naming the file when it is not one."""
+        path = Path(folder) / RESULT_FILE
+        try:
+            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, ValueError, RecursionError, ValidationError) as exc:
+            why = _why(exc)
+            raise SrnetError(f"{path}: not a compression record ({why}); delete it and resume to rescore "
+                             "the kept stages") from None
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(map(str, first['loc'])) or 'file'}: {first['msg']}"
+    return type(exc).__name__
+
+
+def model_figures(run: str | Path) -> ModelFigures:
+    """ID accuracy, easy/hard, every other split (accuracy, gap, collapse) and the charswap
+    accuracy under attack of one finished run, from its own records."""
+    from srnet.rundir.record import read_metrics
+
+    metrics = read_metrics(run)
+    (split, scores), *others = metrics.id.items()
+    easy_hard = scores.get("easy_hard") or {}
+    figures = ModelFigures(
+        run=str(run), id_split=split, id=scores.get("accuracy"), hard=easy_hard.get("hard"),
+        easy=easy_hard.get("easy"), runtime=metrics.evaluated_by,
+        collapsed=sorted(name for name, s in {**metrics.id, **metrics.ood}.items() if s.get("collapsed")),
+        challenge={name: _score(s) for name, s in metrics.ood.items()},
+        evaluated={name: _score(s) for name, s in others},
+        sparsity=metrics.sparsity.overall if metrics.sparsity else None,
+    )
+    attack = Path(run) / "attack" / "charswap.json"
+    if attack.is_file():
+        figures.charswap_aua = json.loads(attack.read_text(encoding="utf-8")).get("aua")
+        figures.charswap_file = _attacked_file(run)
+    return figures
+
+
+def _score(scores: dict[str, Any]) -> SplitScore:
+    return SplitScore(accuracy=scores.get("primary", scores.get("accuracy")), gap=scores.get("shortcut_gap"))
+
+
+def _attacked_file(run: str | Path) -> str:
+    """What the run's attack scored: its shipped graph (recorded in metrics.json) or its model."""
+    metrics = json.loads((Path(run) / "metrics.json").read_text(encoding="utf-8"))
+    graph = ((metrics.get("runtime") or {}).get("graph") or {}).get("file")
+    return Path(graph).name if graph else "model.safetensors (PyTorch)"
+
+
+def bench_figures(bench_file: str | Path, runtime: str) -> Speed:
+    """Dense PyTorch FP32 latency and the export's under ``runtime``, and their ratio."""
+    bench = json.loads(Path(bench_file).read_text(encoding="utf-8"))
+    row = get_runtime(runtime)
+    rows = bench["rows"]
+    dense = next(r for r in rows if r["runtime"] == TORCH.bench_label)
+    export = next(r for r in rows[1:] if r["model"] != dense["model"] and r["runtime"] == row.bench_label)
+    int8_dense = next((r for r in rows if r["model"] == dense["model"] and r["runtime"] == row.bench_label),
+                      None) if row.int8 else None
+    env = bench["environment"]
+    return Speed(dense_ms=dense["latency_ms"], compressed_ms=export["latency_ms"], speedup=export["speedup"],
+                 dense_int8_speedup=int8_dense["speedup"] if int8_dense else None, batch=dense["batch"],
+                 length=dense["length"], threads=bench["threads"], rounds=bench["rounds"], cpu=env.get("cpu"),
+                 cpu_int8=env.get("cpu_int8"), warnings=bench.get("warnings", []))

@@ -1,0 +1,240 @@
+"""``srnet compress``, the verb: the folder rules, one lock for the compression's whole life
+(``--overwrite`` included), the preflight, the sizing, the stages as a resumable sweep in
+``<out>/stages``, then :func:`~srnet.experiments.compress.finish.finish`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from srnet.errors import NeedsOption, SrnetError
+from srnet.experiments.compress.config import LOCK, RESULT_FILE, SIZING_FILE, CompressConfig
+from srnet.experiments.compress.record import CompressRecord
+from srnet.experiments.compress.source import Source, resolve_source
+from srnet.experiments.sweep.stages import get_stage
+from srnet.export.runtimes import auto_runtime, get_runtime
+
+
+@dataclass
+class CompressResult:
+    """A finished (or planned) compression: its folder, the chosen level, the record."""
+
+    out: Path
+    level: float | None
+    plan: list[str] = field(default_factory=list)
+    estimate_s: float | None = None
+    record: CompressRecord | None = None
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.record and self.record.passed)
+
+
+def compress(
+    model: str,
+    config: CompressConfig,
+    *,
+    recipe: Any = None,
+    overrides: list[str] | None = None,
+    out: str | Path,
+    resume: bool = False,
+    overwrite: bool = False,
+    dry_run: bool = False,
+    progress: Callable[[str], None] = print,
+) -> CompressResult:
+    """The verb behind ``srnet compress``, :func:`srnet.api.compress` and the ``compress`` stage."""
+    from srnet.experiments.compress.preflight import preflight
+    from srnet.io import set_aside
+    from srnet.rundir import locks
+
+    out = Path(out)
+    source = resolve_source(model, recipe, overrides)
+    check_out(out, source, model)
+    checked = preflight(source, config)
+    _announce_runtime(config, progress)
+    check_folder_state(out, resume, overwrite, dry_run)
+    if dry_run:
+        return plan_only(source, config, out, checked.attack_n, progress)
+    created = not out.exists()
+    lock = locks.acquire(out, LOCK)
+    if lock.token is None:
+        raise SrnetError(f"--out {out}: in use by {lock.note}")
+    try:
+        fresh = overwrite and ((out / SIZING_FILE).is_file() or (out / RESULT_FILE).is_file())
+        with set_aside(out if fresh else None, "the compression", keep=_lock_files(LOCK)):
+            return _run(source, config, out, checked.attack_n, resume and not overwrite, progress)
+    finally:
+        locks.release(out, lock.token, LOCK)
+        if created and not any(p for p in out.iterdir() if p.name not in _lock_files(LOCK)):
+            _remove_empty(out)
+
+
+def _lock_files(name: str) -> set[str]:
+    return {name, f".{name.lstrip('.')}.guard"}
+
+
+def _remove_empty(out: Path) -> None:
+    """A refused or failed first call leaves no empty ``--out`` folder behind."""
+    for entry in out.iterdir():
+        entry.unlink()
+    out.rmdir()
+
+
+def check_out(out: Path, source: Source, model: str) -> None:
+    from srnet.io import check_creatable
+
+    if not str(out).strip() or out.resolve() == Path.cwd().resolve():
+        raise SrnetError(f"--out {str(out)!r}: give a new folder for the compressed model")
+    if out.resolve() in [source.weights.resolve(), *source.weights.resolve().parents]:
+        raise SrnetError(f"--out {out}: holds the model being compressed ({model}); give another folder")
+    check_creatable(out, "--out")
+
+
+def _announce_runtime(config: CompressConfig, progress: Callable[[str], None]) -> None:
+    auto, why = auto_runtime()
+    progress(
+        f"runtime: {config.runtime}"
+        + (f" (what --runtime auto picks here: {why})" if config.runtime == auto else "")
+    )
+    if get_runtime(config.runtime).needs_onnx:
+        from srnet.export.onnx import require_onnx
+
+        require_onnx()
+
+
+def check_folder_state(out: Path, resume: bool, overwrite: bool, dry_run: bool) -> None:
+    """``--out`` is new, empty, or a compression that the flags allow to resume or replace."""
+    from srnet.rundir import locks
+
+    if (out / RESULT_FILE).is_file() and not overwrite and not dry_run:
+        raise NeedsOption(
+            f"{out}: already holds a finished compression ({out / RESULT_FILE}); overwrite=True starts over",
+            "overwrite",
+        )
+    if (out / SIZING_FILE).is_file() and not (resume or overwrite or dry_run):
+        raise NeedsOption(
+            f"{out}: holds an unfinished compression; resume=True continues it, overwrite=True starts over",
+            "resume",
+            "overwrite",
+        )
+    ours = {RESULT_FILE, SIZING_FILE, *_lock_files(LOCK), *_lock_files(locks.STAGE_LOCK)}
+    foreign = [p.name for p in out.iterdir() if p.name not in ours] if out.is_dir() else []
+    if foreign and not ((out / SIZING_FILE).is_file() or (out / RESULT_FILE).is_file()):
+        raise SrnetError(
+            f"--out {out}: not empty ({foreign[0]}, ...) and not an srnet compress folder; "
+            "give a new or empty folder (--overwrite never replaces what srnet did not write)"
+        )
+
+
+def plan_only(
+    source: Source, config: CompressConfig, out: Path, attack_n: int, progress: Callable[[str], None]
+) -> CompressResult:
+    """``--dry-run``: size, plan and estimate; nothing is written."""
+    from srnet.experiments.compress.estimate import estimate_seconds
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.sizing import sizing_for
+    from srnet.experiments.sweep.plan import describe_plan, plan_sweep
+
+    sizing = sizing_for(source, config, out, False, progress)
+    sweep = compress_sweep(source, sizing.level, config, out, attack_n)
+    estimate = estimate_seconds(source, sweep, config)
+    total = sizing.elapsed_s + estimate["total_s"]  # the run sizes again, as this dry run did
+    level = (
+        "no cut (the dense model in the runtime)"
+        if sizing.level == 0
+        else f"{sizing.level:.0%} of the heads and FFN neurons of every layer"
+    )
+    lines = [
+        f"level: {level}",
+        *describe_plan(plan_sweep(sweep, "compress")),
+        f"estimate on this machine: {total / 60:.1f} min (sizing {sizing.elapsed_s / 60:.1f} min, "
+        f"{estimate['train_steps']} training steps at {estimate['step_s']:.2f} s)",
+    ]
+    for line in lines:
+        progress(line)
+    return CompressResult(out, sizing.level, lines, total)
+
+
+def _run(
+    source: Source,
+    config: CompressConfig,
+    out: Path,
+    attack_n: int,
+    resume: bool,
+    progress: Callable[[str], None],
+) -> CompressResult:
+    """Size (or read the recorded sizing), run the stages, finish."""
+    from srnet.experiments.compress.finish import finish
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.sizing import sizing_for
+    from srnet.experiments.sweep.execute import execute
+    from srnet.experiments.sweep.plan import plan_sweep, record_sweep
+    from srnet.io import atomic_write_json
+
+    sizing = sizing_for(source, config, out, resume, progress)
+    sweep = compress_sweep(source, sizing.level, config, out, attack_n)
+    jobs = plan_sweep(sweep, "compress")
+    atomic_write_json(out / SIZING_FILE, sizing.model_dump(mode="json"))
+    record_sweep(sweep, out / "stages", resume=(out / "stages" / "sweep.yaml").is_file())
+    result = execute(jobs, out / "stages", progress=progress)
+    for job in jobs:
+        if job.key in result.failed:
+            raise SrnetError(f"compress stage '{job.label}' failed: {result.failed[job.key]}")
+    elapsed = sizing.elapsed_s + stage_seconds(out / "stages", {j.key for j in jobs})
+    record = finish(
+        source,
+        config,
+        sizing,
+        {job.name: _output(job) for job in jobs},
+        out,
+        elapsed_s=elapsed,
+        peak_rss_mb=peak_memory_mb(jobs),
+    )
+    return CompressResult(out, sizing.level, record=record)
+
+
+def _output(job) -> str:
+
+    stage = get_stage(job.kind)
+    return str(stage.output(job.folder, stage.params_model.model_validate(job.params)))
+
+
+def stage_seconds(stages: Path, keys: set[str]) -> float:
+    """The wall time of the stages ``keys``, each from its last start to its done in the sweep's
+    event log: a resumed compression counts each stage once, however often it was interrupted (a
+    line a kill cut short is skipped)."""
+    from srnet.experiments.sweep.execute import EVENTS
+
+    started: dict[str, datetime] = {}
+    seconds = 0.0
+    for line in (stages / EVENTS).read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(event, dict) or event.get("key") not in keys:
+            continue
+        when = datetime.fromisoformat(event["time"])
+        if event["event"] == "start":
+            started[event["key"]] = when
+        elif event["event"] == "done" and event["key"] in started:
+            seconds += (when - started.pop(event["key"])).total_seconds()
+    return seconds
+
+
+def peak_memory_mb(jobs) -> float:
+    """The largest resident set of this call or of any stage of ``jobs`` (as its stage record
+    has it, so stages of an earlier, interrupted call count too), in MiB."""
+    from srnet.experiments.sweep.execute import peak_rss_mb
+    from srnet.rundir.layout import COMPLETE
+
+    recorded = [
+        json.loads((job.folder / COMPLETE).read_text(encoding="utf-8")).get("peak_rss_mb") or 0.0
+        for job in jobs
+        if (job.folder / COMPLETE).is_file()
+    ]
+    return max([peak_rss_mb(), *recorded])

@@ -1,0 +1,191 @@
+"""The cut sized to this machine: the dense model and each candidate level timed side by side
+(:func:`size_to_machine`), recorded in ``<out>/sizing.json`` (:class:`Sizing`) and, on
+``--resume``, read back only when it was sized for the same settings (:func:`recorded_sizing`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from srnet.errors import SrnetError
+from srnet.experiments.compress.config import SIZING_FILE, CompressConfig
+from srnet.experiments.compress.source import Source
+from srnet.export.runtimes import get_runtime
+
+
+class CurvePoint(BaseModel):
+    """One timed level: its measured speed-up over dense PyTorch FP32 and its latency."""
+
+    level: float = Field(ge=0, lt=1)
+    speedup: float = Field(gt=0)
+    latency_ms: float | None = None
+
+
+class Sizing(BaseModel):
+    """``sizing.json``: the timed curve, the chosen level and what it was sized for."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    curve: list[CurvePoint] = []
+    level: float = Field(ge=0, lt=1)
+    needed: float | None = None
+    """The speed-up the chosen level had to reach (target x (1 + margin)); None for --sparsity."""
+    runtime: str
+    environment: dict[str, Any] = {}
+    warnings: list[str] = []
+    elapsed_s: float = 0.0
+    settings: dict[str, Any] | None = None
+    """The sizing settings it ran with (speedup, sparsity, levels, margin, batch, length, threads);
+    absent in records older than this field."""
+
+    @field_validator("needed", "elapsed_s")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("not a finite number")
+        return value
+
+
+SIZING_KEYS = ("speedup", "sparsity", "levels", "margin", "runtime", "batch", "length", "threads")
+"""The settings a sizing depends on: a resume with another value of one is refused."""
+
+
+def sizing_settings(config: CompressConfig) -> dict[str, Any]:
+    return {key: getattr(config, key) for key in SIZING_KEYS}
+
+
+def recorded_sizing(out: Path, config: CompressConfig) -> Sizing:
+    """The sizing in ``out``, validated, and refused when it was sized for other settings."""
+    path = out / SIZING_FILE
+    try:
+        sizing = Sizing.model_validate_json(path.read_bytes())
+    except (ValidationError, ValueError) as exc:
+        first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
+        where = ".".join(map(str, first["loc"])) or "file"
+        raise SrnetError(f"{path}: not a sizing record ({where}: {first['msg']}); "
+                         "--overwrite starts over") from None
+    for key, value in _recorded_values(sizing).items():
+        wanted = getattr(config, key)
+        if value is not None and not _same(value, wanted):
+            flag = f"--{key.replace('_', '-')}"
+            raise SrnetError(f"--resume: {flag} {_shown(wanted)} differs from the recorded sizing's "
+                             f"{_shown(value)} ({path}); resume with it or give --overwrite")
+    return sizing
+
+
+def _recorded_values(sizing: Sizing) -> dict[str, Any]:
+    """What the record says of each sizing setting (older records: what their curve and level imply)."""
+    if sizing.settings is not None:
+        return {key: sizing.settings.get(key) for key in SIZING_KEYS}
+    implied: dict[str, Any] = {"runtime": sizing.runtime}
+    if sizing.needed is None:
+        implied["sparsity"] = sizing.level
+    else:
+        implied["levels"] = [p.level for p in sizing.curve]
+    return implied
+
+
+def _same(recorded: Any, wanted: Any) -> bool:
+    if isinstance(recorded, list) and isinstance(wanted, list):
+        return sorted(recorded) == sorted(wanted)
+    if isinstance(recorded, float) or isinstance(wanted, float):
+        return wanted is not None and math.isclose(float(recorded), float(wanted), rel_tol=1e-9)
+    return recorded == wanted
+
+
+def _shown(value: Any) -> str:
+    return " ".join(f"{v:g}" for v in value) if isinstance(value, list) else str(value)
+
+
+def choose_level(curve: list[CurvePoint], config: CompressConfig) -> tuple[float, float | None]:
+    """(the smallest level whose speed-up reaches target x (1 + margin), that speed-up needed);
+    one line with the measured curve when none does; ``--sparsity``: that level."""
+    if config.speedup is None:
+        assert config.sparsity is not None
+        return config.sparsity, None
+    needed = config.speedup * (1 + config.margin)
+    for point in curve:
+        if point.speedup >= needed:
+            return point.level, needed
+    measured = ", ".join(f"{p.level:.0%} {p.speedup:.2f}x" for p in curve)
+    raise SrnetError(f"--speedup {config.speedup:g}: not reachable on this machine ({config.runtime}, batch "
+                     f"{config.batch} x {config.length}, {config.threads} thread(s)); measured: {measured}")
+
+
+def size_to_machine(source: Source, config: CompressConfig,
+                    progress: Callable[[str], None] = print) -> Sizing:
+    """Time the dense model in PyTorch FP32 against each level under ``--runtime`` (level 0: the
+    dense model itself; other levels: OMP head+neuron masks shrunk, since the shape is what counts),
+    and pick the smallest level over the target."""
+    started = time.perf_counter()
+    progress(f"sizing: timing the dense model and {len(config.levels)} levels (batch {config.batch} x "
+             f"{config.length}, {config.threads} thread(s), {config.runtime})")
+    result, labels = _bench_levels(source, config)
+    wanted = get_runtime(config.runtime).bench_label
+    rows = {row["model"]: row for row in result["rows"] if row["runtime"] == wanted}
+    curve = [CurvePoint(level=level, speedup=1.0, latency_ms=result["rows"][0]["latency_ms"])
+             if label is None else
+             CurvePoint(level=level, speedup=rows[label]["speedup"], latency_ms=rows[label]["latency_ms"])
+             for level, label in zip(config.levels, labels, strict=True)]
+    level, needed = choose_level(curve, config)
+    return Sizing(curve=curve, level=level, needed=needed, runtime=config.runtime,
+                  environment=result["environment"], warnings=result["warnings"],
+                  elapsed_s=round(time.perf_counter() - started, 1), settings=sizing_settings(config))
+
+
+def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any], list[str | None]]:
+    """The bench of dense PyTorch FP32 and every level, and each level's row label (None: the
+    dense model in PyTorch, which is the baseline itself)."""
+    from dataclasses import replace
+
+    import torch
+
+    from srnet.experiments.verbs.bench import BenchConfig
+    from srnet.experiments.verbs.bench_timing import Candidate, load_candidate, omp_variants, run_bench
+
+    runtime = get_runtime(config.runtime)
+    bench_config = BenchConfig(batch_sizes=[config.batch], lengths=[config.length], rounds=config.rounds,
+                               warmup=1, threads=config.threads, runtimes=[runtime.name],
+                               **runtime.export_flags)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(config.threads)
+        dense = load_candidate(str(source.weights))
+        cut = [level for level in config.levels if level > 0]
+        variants = omp_variants(dense, cut, granularities=("head+neuron",))
+        timed_uncut = runtime.needs_onnx and 0 in config.levels  # in torch, no cut is the baseline itself
+        uncut = [Candidate("no cut (dense graph)", dense.model)] if timed_uncut else []
+        result = run_bench([replace(dense, onnx=False), *uncut, *variants], bench_config)
+    finally:
+        torch.set_num_threads(before)
+    by_level: dict[float, str | None] = dict(zip(cut, [v.label for v in variants], strict=True))
+    by_level[0.0] = uncut[0].label if uncut else None
+    labels = [by_level[level] for level in config.levels]
+    return result, labels
+
+
+def sizing_for(source: Source, config: CompressConfig, out: Path, resume: bool,
+               progress: Callable[[str], None]) -> Sizing:
+    """The recorded sizing on ``resume`` (checked against the settings), else a fresh one."""
+    if resume and (out / SIZING_FILE).is_file():
+        sizing = recorded_sizing(out, config)
+        progress(f"sizing: {out / SIZING_FILE} (level {sizing.level:.0%})")
+        return sizing
+    if config.speedup is None:
+        assert config.sparsity is not None
+        return Sizing(level=config.sparsity, runtime=config.runtime, settings=sizing_settings(config))
+    sizing = size_to_machine(source, config, progress)
+    for point in sizing.curve:
+        progress(f"  {point.level:.0%}: {point.speedup:.2f}x")
+    if sizing.level == 0:
+        progress(f"sizing: no cut needed: the dense model in {config.runtime} reaches {sizing.needed:.2f}x")
+    else:
+        progress(f"sizing: {sizing.level:.0%} is the smallest level at >= {sizing.needed:.2f}x")
+    for warning in sizing.warnings:
+        progress(f"  timing warning: {warning}")
+    return sizing

@@ -1,0 +1,281 @@
+"""``srnet compress`` refuses every mistake it can see before anything trains (one line, exit 2,
+nothing left behind), resumes only what it was sized for, keeps its lock through --overwrite, and
+its record and card say what was checked and measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard
+
+from conftest import save_tiny_model, tiny_recipe
+from srnet import api
+from srnet.cli import main
+from srnet.errors import SrnetError
+from srnet.experiments.compress.config import CompressConfig
+from srnet.experiments.compress.record import CompressRecord
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = ["--rounds", "1", "--batch", "2", "--length", "16", "--runtime", "torch"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("preflight")
+    model = save_tiny_model(root / "tiny")
+    recipe = tiny_recipe(root, model, "ft", training={"max_steps": 2, "eval_every": None})
+    return api.run(recipe).run_dir
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str]:
+    code = main(["compress", *args])
+    return code, capsys.readouterr().err
+
+
+def one_line(err: str) -> bool:
+    return len(err.strip().splitlines()) == 1
+
+
+def test_recovery_epochs_alone_is_accepted_from_the_command_line():
+    """The CLI passes only the flags a user gave: --recovery-epochs is not "given with the default
+    --recovery-factor"; both given are still refused."""
+    from srnet.cli import build_parser
+    from srnet.experiments.verbs.flags import config_values
+
+    parser = build_parser()
+    args = parser.parse_args(["compress", "m", "--out", "o", "--sparsity", "0.5", "--recovery-epochs", "2"])
+    config = CompressConfig.resolve(None, config_values(args, CompressConfig))
+    assert config.recovery_epochs == 2
+    both = parser.parse_args(
+        [
+            "compress",
+            "m",
+            "--out",
+            "o",
+            "--sparsity",
+            "0.5",
+            "--recovery-epochs",
+            "2",
+            "--recovery-factor",
+            "3",
+        ]
+    )
+    with pytest.raises(SrnetError, match="give --recovery-epochs or --recovery-factor, not both"):
+        CompressConfig.resolve(None, config_values(both, CompressConfig))
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--recovery-factor", "inf"),
+        ("--recovery-factor", "1e9"),
+        ("--max-id-drop", "inf"),
+        ("--max-robust-drop", "1000"),
+        ("--speedup", "1e6"),
+        ("--recovery-epochs", "nan"),
+    ],
+)
+def test_unbounded_numbers_are_refused_in_one_line(flag, value, tmp_path, capsys):
+    code, err = run_cli(["nowhere", "--out", str(tmp_path / "c"), "--sparsity", "0.5", flag, value], capsys)
+    assert code == 2 and one_line(err) and flag in err
+    assert not (tmp_path / "c").exists()
+
+
+def test_bias_none_is_plain_compression():
+    assert CompressConfig(sparsity=0.5, bias="none").bias is None
+
+
+def test_an_attack_larger_than_the_split_is_refused_before_any_training(finetuned, tmp_path, capsys):
+    out = tmp_path / "c"
+    code, err = run_cli(
+        [str(finetuned), "--out", str(out), "--sparsity", "0.5", "--attack-n", "10000", *FAST], capsys
+    )
+    assert code == 2 and one_line(err) and "--attack-n 10000: the dev split has 30 examples" in err
+    assert not out.exists()
+
+
+def test_the_default_attack_is_the_whole_split_when_it_is_small(finetuned):
+    from srnet.experiments.compress.preflight import preflight
+    from srnet.experiments.compress.source import resolve_source
+
+    source = resolve_source(str(finetuned), None, None)
+    assert preflight(source, CompressConfig(sparsity=0.5)).attack_n == 30
+    assert preflight(source, CompressConfig(sparsity=0.5, attack_n=0)).attack_n == 0
+
+
+def test_an_srnet_shrunk_export_is_refused_before_any_training(finetuned, tmp_path, capsys):
+    shrunk = tmp_path / "shrunk"
+    shrunk.mkdir()
+    config = json.loads((finetuned / "model" / "config.json").read_text())
+    (shrunk / "config.json").write_text(json.dumps({**config, "srnet_linear_shapes": {}}))
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump(tiny_recipe(tmp_path, "unused", "r")))
+    code, err = run_cli(
+        [str(shrunk), "--recipe", str(recipe), "--out", str(tmp_path / "c"), "--sparsity", "0.5"], capsys
+    )
+    assert code == 2 and one_line(err) and "shrunk export cannot be compressed again" in err
+
+
+def test_a_pair_bias_on_a_single_sentence_task_is_refused(finetuned, tmp_path, capsys):
+    rows = [{"id": str(i), "sentence": f"good film number {i}", "label": i % 2} for i in range(8)]
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, err = run_cli(
+        [
+            str(finetuned / "model"),
+            "--task",
+            "sentiment",
+            "--train",
+            str(data),
+            "--dev",
+            str(data),
+            "--out",
+            str(tmp_path / "c"),
+            "--sparsity",
+            "0.5",
+            "--bias",
+            "hypothesis_bow",
+        ],
+        capsys,
+    )
+    assert code == 2 and one_line(err) and "--bias hypothesis_bow: models the second text of a pair" in err
+
+
+def test_a_missing_model_is_not_found(tmp_path, capsys):
+    code, err = run_cli(
+        [str(tmp_path / "missing" / "run"), "--out", str(tmp_path / "c"), "--sparsity", "0.5"], capsys
+    )
+    assert code == 2 and "not found" in err and "not an srnet run folder" not in err
+
+
+def write_sizing(out: Path, **sizing) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sizing.json").write_text(json.dumps({"runtime": "torch", **sizing}))
+
+
+@pytest.mark.parametrize(
+    "settings", [{"settings": {"sparsity": 0.5, "speedup": None, "runtime": "torch"}}, {}]
+)
+def test_a_resume_with_another_cut_is_refused_naming_both(finetuned, tmp_path, capsys, settings):
+    """A recorded sizing (with its settings, or an older one whose level implies them) is compared
+    with the flags: another --sparsity is refused, naming both values."""
+    out = tmp_path / "c"
+    write_sizing(out, level=0.5, needed=None, **settings)
+    code, err = run_cli([str(finetuned), "--out", str(out), "--sparsity", "0.3", "--resume", *FAST], capsys)
+    assert code == 2 and one_line(err) and "--sparsity 0.3 differs from the recorded sizing's 0.5" in err
+    assert not (out / "stages").exists()
+
+
+def test_a_resume_with_other_levels_is_refused(finetuned, tmp_path, capsys):
+    out = tmp_path / "c"
+    write_sizing(
+        out, level=0.3, needed=1.575, curve=[{"level": 0.3, "speedup": 1.6}, {"level": 0.5, "speedup": 2}]
+    )
+    code, err = run_cli(
+        [str(finetuned), "--out", str(out), "--speedup", "3", "--levels", "0.7", "0.8", "--resume", *FAST],
+        capsys,
+    )
+    assert (
+        code == 2 and one_line(err) and "--levels 0.7 0.8 differs from the recorded sizing's 0.3 0.5" in err
+    )
+
+
+@pytest.mark.parametrize("level", ['"half"', "null", "1.5"])
+def test_a_sizing_record_that_is_not_one_is_one_line(finetuned, tmp_path, capsys, level):
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "sizing.json").write_text(f'{{"runtime": "torch", "level": {level}}}')
+    code, err = run_cli([str(finetuned), "--out", str(out), "--sparsity", "0.5", "--resume", *FAST], capsys)
+    assert code == 2 and one_line(err) and "not a sizing record (level" in err
+
+
+def test_an_unfinished_compression_names_both_ways_on(finetuned, tmp_path, capsys):
+    out = tmp_path / "c"
+    write_sizing(out, level=0.5)
+    code, err = run_cli([str(finetuned), "--out", str(out), "--sparsity", "0.5", *FAST], capsys)
+    assert code == 2 and "--resume" in err and "--overwrite" in err
+
+
+def test_a_refusal_after_the_lock_leaves_no_folder_behind(finetuned, tmp_path, capsys):
+    out = tmp_path / "c"
+    code, err = run_cli(
+        [str(finetuned), "--out", str(out), "--speedup", "80", "--levels", "0.5", *FAST], capsys
+    )
+    assert code == 2 and "not reachable on this machine" in err and "measured: 50%" in err
+    assert not out.exists()
+
+
+def test_set_aside_keeps_the_lock_in_place_and_restores_on_failure(tmp_path):
+    """--overwrite moves the old compression aside but not its lock, so no other process gets in."""
+    from srnet.io import set_aside
+
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / ".compress.lock").write_text("held")
+    (out / "compress.json").write_text("old")
+    with pytest.raises(RuntimeError), set_aside(out, "the compression", keep={".compress.lock"}):
+        assert (out / ".compress.lock").is_file() and not (out / "compress.json").exists()
+        (out / "partial").write_text("new")
+        raise RuntimeError("killed")
+    assert (out / "compress.json").read_text() == "old" and not (out / "partial").exists()
+    (tmp_path / ".c.previous").mkdir()
+    with (
+        pytest.raises(SrnetError, match="the compression before it is kept in"),
+        set_aside(out, "the compression"),
+    ):
+        pass
+
+
+def committed_records() -> list[Path]:
+    return sorted(p.parent for p in (REPO / "results").rglob("compress.json"))
+
+
+def test_every_committed_compress_record_loads():
+    folders = committed_records()
+    assert len(folders) >= 20
+    for folder in folders:
+        record = CompressRecord.load(folder)
+        assert record.figures["shipped"].id is not None and record.speed.speedup > 0
+
+
+def test_a_failed_compression_says_failed_in_its_front_matter():
+    from srnet.experiments.compress.card import compress_card
+
+    record = CompressRecord.load(committed_records()[0])
+    failed = record.model_copy(
+        update={
+            "passed": False,
+            "labels": ["entailment", "neutral", "contradiction"],
+            "datasets": ["nyu-mll/multi_nli"],
+        }
+    )
+    card = ModelCard(compress_card(failed))
+    assert card.data.model_name.startswith("FAILED") and "failed-gates" in card.data.tags
+    assert card.data.to_dict()["srnet_status"] == "FAILED"
+    assert card.data.to_dict()["labels"] == ["entailment", "neutral", "contradiction"]
+    assert card.data.datasets == ["nyu-mll/multi_nli"]
+    passed = ModelCard(compress_card(record.model_copy(update={"passed": True})))
+    assert not passed.data.model_name.startswith("FAILED") and "failed-gates" not in passed.data.tags
+    assert "**hard**" in card.text and "**Aua**" in card.text
+
+
+def test_the_plan_attacks_the_shipped_file_and_level_zero_ships_the_uncut_model(finetuned, tmp_path):
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
+
+    source = resolve_source(str(finetuned), None, None)
+    config = CompressConfig(speedup=2, bias="hypothesis_bow", runtime="onnx-int8-per-channel", attack_n=8)
+    cut = compress_sweep(source, 0.5, config, tmp_path, 8)["stages"]
+    assert cut["attack"]["with"]["runs"] == ["@dense", "@teacher", "@shipped"]
+    assert cut["student"]["set"]["pruning"]["sparsity"] == 0.5 and cut["export"]["with"]["shrink"] is True
+    uncut = compress_sweep(source, 0.0, config, tmp_path, 8)["stages"]
+    assert "pruning" not in uncut["student"]["set"] and uncut["export"]["with"]["shrink"] is False
+    assert uncut["export"]["with"]["quantize"] == "int8-per-channel"
