@@ -142,8 +142,8 @@ def compare_masks(
 
 MIN_MOVEMENT = 0.01
 """A learned mask whose kept entries are within this Jaccard distance of its start did not move
-(it is its start plus noise: docs/studies/winwin_calibration_cpu.md has a PoE mask that flipped
-0.2% of its entries, Jaccard 0.9955)."""
+(it is its start plus noise: docs/studies/winwin_calibration_cpu.md has a PoE mask that did not
+move)."""
 
 
 def mask_movement(start: Mapping[str, torch.Tensor], final: Mapping[str, torch.Tensor]) -> dict[str, Any]:

@@ -40,12 +40,10 @@ sample (PoE, 50%, 933 steps); the measurements are in docs/studies/winwin_calibr
 MIN_STEPS_PER_THRESHOLD = 33
 """``mask_lr: auto``'s cap: a score needs at least this many peak-lr steps to travel one initial
 threshold (``scale / lr``).  Adam moves every score by about the lr per step whatever its gradient,
-so below this a few noisy re-rank intervals reshuffle the whole mask.  Measured: 12 (the demo's
-126 steps at reach 0.65), 9.8 (hard reach 2.2) and 13.5 (soft reach 1.6, both 933 steps) lost the
-model; 25 (the demo, 3 seeds in fp32 and in bf16) lost the CE mask on one seed and cost the PoE
-mask 7 ID points on another; 33 (hard 0.65 over 933 steps; 3e-4 over the demo's 126, the same 3
-seeds in both precisions) kept it.  So ``auto`` never runs faster than the calibrated 933-step
-rate: the cap binds on schedules under ~920 steps (hard init) or ~56 (soft)."""
+so below this a few noisy re-rank intervals reshuffle the whole mask.  Calibrated on the demo's
+126 steps and the 933-step MNLI schedule (the runs at each step count:
+docs/studies/winwin_calibration_cpu.md).  So ``auto`` never runs faster than the calibrated
+933-step rate: the cap binds on schedules under ~920 steps (hard init) or ~56 (soft)."""
 
 
 def auto_mask_lr(reach: float, scale: float, steps: int) -> float:

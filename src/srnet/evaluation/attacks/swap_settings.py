@@ -62,8 +62,8 @@ class SwapSettings(AttackParams):
     min_word_similarity: float | None = Field(
         None, gt=0.0, le=1.0, description="Least cosine, in (0, 1], between the substituted word's "
         "contextual embedding (mean of its pieces, `similarity_model`) in the edited text and the original's "
-        "(null: not checked). A check of the word in place, which the window similarity misses: on "
-        "the hand-checked successes, 0.5 kept 18 of 27 valid (docs/studies/attack_validity.md).",
+        "(null: not checked). A check of the word in place, which the window similarity misses (its "
+        "hand check: docs/studies/attack_validity.md).",
     )
     similarity_model: str = Field(
         "default", description="Sentence encoder: 'default' (the bundled all-MiniLM-L6-v2), a path, or "
@@ -72,7 +72,8 @@ class SwapSettings(AttackParams):
     )
     similarity_precision: Literal["float32", "bfloat16"] = Field(
         "float32", description="Precision a transformer `similarity_model` runs in: 'bfloat16' (autocast) "
-        "is about 2.4x faster on CPUs with AMX, and moves window cosines by up to 0.003, so a candidate "
+        "is faster on CPUs with bf16 instructions (docs/studies/textfooler_cpu.md), and moves window "
+        "cosines by up to 0.003, so a candidate "
         "at `min_similarity` can flip; 'use' runs in float32.",
     )
     tagger: Literal["pattern", "spacy"] = Field(
