@@ -6,9 +6,8 @@ CE model and ``prune`` a PoE mask at 50% (Win-win paradigm (a)), so the differen
 two is PoE's.  Every stage keeps its last checkpoint (``training.select: last``): selecting on the
 biased ID dev split would keep the early, shortcut-following mask.  The masks start from OMP's
 (hard init, kept scores 0.02) and train at ``mask_lr: 3e-4`` (a score needs 33 steps to travel
-the threshold): over 3 seeds, in fp32 and in bf16, the capped ``auto`` of 4e-4 (25 steps) lost the
-CE control on one seed and cost the PoE SRNet 5.6 ID points; at the paper's 5e-5 the mask never
-leaves OMP's, at the uncapped 8.2e-4 both masks collapse (docs/demo.md).  Then ``srnet report`` writes
+the threshold), the rate the demo's 3-seed runs in fp32 and bf16 chose over ``auto`` and the
+paper's 5e-5 (docs/demo.md).  Then ``srnet report`` writes
 ``report/report.md`` and its figures.  The default task is the synthetic controlled-bias NLI
 task; with a data folder, the real MNLI sample (subsampled) -> MNLI dev-matched and HANS.
 
