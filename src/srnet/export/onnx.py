@@ -47,7 +47,7 @@ from torch import nn
 
 from srnet.errors import SrnetError
 from srnet.export.bake import DIGESTS_KEY, EXPORT_INFO_FILENAME, WEIGHTS_FILENAME
-from srnet.export.runtimes import QUANTIZE_MODES, runtime_quantize
+from srnet.export.runtimes import QUANTIZE_MODES, get_runtime
 from srnet.io import file_sha256, first_line
 
 log = logging.getLogger(__name__)
@@ -523,7 +523,8 @@ class OnnxClassifier(nn.Module):
 def runtime_graphs(model: str | Path, runtime: str) -> dict[str, GraphFile]:
     """The graphs ``evaluation.runtime`` scores that the export ``model`` ships (checked:
     :func:`shipped_graphs`); none for ``torch``, or a model that is not such an export."""
-    return {} if runtime == "torch" else shipped_graphs(model, runtime_quantize(runtime))
+    row = get_runtime(runtime)
+    return shipped_graphs(model, row.quantize) if row.needs_onnx else {}
 
 
 def runtime_model(model: nn.Module, runtime: str,
@@ -533,11 +534,12 @@ def runtime_model(model: nn.Module, runtime: str,
     metrics.json records of it: the ONNX graph's check against PyTorch, the ``graph`` that scored
     (a ``shipped`` file and its SHA-256, or built in memory) and, for the INT8 runtimes, the INT8
     graph against the FP32 one."""
-    if runtime == "torch":
+    row = get_runtime(runtime)
+    if not row.needs_onnx:
         return model, None
     ort = require_onnx()
     model = copy.deepcopy(model).cpu().eval()  # the run's own model stays where it is
-    checked = checked_graph(model, runtime_quantize(runtime), shipped=shipped)
+    checked = checked_graph(model, row.quantize, shipped=shipped)
     info: dict[str, Any] = {"runtime": runtime, "onnxruntime": ort.__version__, "opset": OPSET,
                             "check": checked.check, "graph": checked.graph.record()}
     if checked.int8 is None:

@@ -25,6 +25,9 @@ class Preflight:
 
 def preflight(source: Source, config: CompressConfig) -> Preflight:
     """Run every check; the resolved settings the plan needs."""
+    from srnet.export import verify_export
+
+    verify_export(source.weights)  # an srnet export's files are what its record hashed
     check_not_shrunk(source)
     check_family(source)
     bias_setting(config.bias, source)  # a typo, or a bias file for other data

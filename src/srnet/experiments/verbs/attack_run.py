@@ -28,6 +28,7 @@ from srnet.experiments.verbs.attack import AttackConfig
 from srnet.experiments.verbs.attack_examples import write_examples
 from srnet.experiments.verbs.split_predictions import find_split
 from srnet.export.onnx import require_onnx, runtime_graphs, runtime_model, verify_export
+from srnet.export.runtimes import get_runtime
 from srnet.io import atomic_write_json, atomic_write_jsonl, refuse_existing
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.rundir import locks
@@ -80,7 +81,7 @@ def attack_run(
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
         out = run.root / "attack"
     attacker = build_attack(attack, config.params, **(resources or {}))
-    if recipe.evaluation.runtime != "torch":
+    if get_runtime(recipe.evaluation.runtime).needs_onnx:
         require_onnx()  # before any data or model loads
     task = get_task(recipe.task)
     attacker.ready(task, data_base_dir(recipe))  # lexicons and judge checked before the victim loads
