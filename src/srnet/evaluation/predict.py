@@ -11,6 +11,7 @@ from scipy.special import softmax as scipy_softmax
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
+from srnet.bias.predictions import load_bias_log_probs
 from srnet.io import atomic_write_jsonl
 from srnet.tasks.base import Example, LabelSpace
 from srnet.training.data import Collator, EncodedDataset, model_inputs
@@ -49,21 +50,37 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return scipy_softmax(logits.astype(np.float64), axis=1)
 
 
+def hard_examples(
+    bias_file: Path, ids: Sequence[str], gold: Sequence[int], labels: Sequence[str]
+) -> np.ndarray:
+    """Which examples are hard (Gururangan et al. 2018; RMC paper §4): the bias model's argmax in
+    ``bias_file`` is not the gold label (``gold``: indices into the task's ``labels``).
+
+    Ties in the bias model's log-probabilities go to the first class, as ``argmax`` does.
+    """
+    log_probs = load_bias_log_probs(bias_file, ids, len(labels), labels=labels)
+    return log_probs.argmax(axis=1) != np.asarray(gold)
+
+
 def write_predictions(
     path: Path,
     examples: Sequence[Example],
     logits: np.ndarray,
     preds: np.ndarray,
     space: LabelSpace,
+    *,
+    hard: np.ndarray | None = None,
 ) -> None:
-    """Per-example predictions as JSON Lines: id, gold and pred (in the split's labels) and probs
-    (over the model's classes, in the task's label order)."""
+    """Per-example predictions as JSON Lines: id, gold and pred (in the split's labels), probs
+    (over the model's classes, in the task's label order) and, when ``hard`` is given (an ID split
+    with bias predictions, :func:`hard_examples`), whether the example is hard."""
     probs = softmax(logits)
+    flags = [None] * len(examples) if hard is None else [bool(h) for h in hard]
     atomic_write_jsonl(
         path,
         (
             {"id": ex.id, "gold": space.names[ex.label], "pred": space.names[int(p)],
-             "probs": [round(float(x), 6) for x in row]}
-            for ex, p, row in zip(examples, preds, probs, strict=True)
+             "probs": [round(float(x), 6) for x in row], **({} if flag is None else {"hard": flag})}
+            for ex, p, row, flag in zip(examples, preds, probs, flags, strict=True)
         ),
     )

@@ -7,12 +7,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from srnet.bias import load_bias_log_probs
 from srnet.config import Recipe
 from srnet.errors import SrnetError
 from srnet.evaluation.challenge import PREDICTION_FILES
 from srnet.evaluation.metrics import evaluate_split, f_bias, id_collapse, predict
-from srnet.evaluation.predict import predict_logits, write_predictions
+from srnet.evaluation.predict import hard_examples, predict_logits, write_predictions
 from srnet.io import atomic_write_text
 from srnet.rundir.layout import RunDir
 from srnet.rundir.record import read_metrics
@@ -50,12 +49,16 @@ def evaluate_splits(
             block = evaluate_split(logits, examples, scheme, task.labels, collapse=rule)
             preds = predict(logits, task.labels, scheme.space, rule)
             bias_file = Path(recipe.bias_dir) / f"{name}.jsonl" if recipe.bias_dir else None
+            hard = None
             if kind == "id":
                 block.update(id_collapse(block))
                 if bias_file is not None and bias_file.is_file():
-                    block["easy_hard"] = easy_hard_split(bias_file, examples, preds, task.labels)
+                    hard = hard_examples(bias_file, [ex.id for ex in examples],
+                                         [ex.label for ex in examples], task.labels)
+                    block["easy_hard"] = easy_hard_split(bias_file, hard, examples, preds)
             out[kind][name] = block
-            write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, scheme.space)
+            write_predictions(run.predictions / f"{name}.jsonl", examples, logits, preds, scheme.space,
+                              hard=hard)
             if scheme.prediction_file is not None:
                 atomic_write_text(
                     run.predictions / f"{name}_{scheme.prediction_file}_predictions.txt",
@@ -64,16 +67,12 @@ def evaluate_splits(
     return out
 
 
-def easy_hard_split(bias_file: Path, examples: list[Example], preds, labels: tuple[str, ...]) -> dict:
+def easy_hard_split(bias_file: Path, hard: np.ndarray, examples: list[Example], preds) -> dict:
     """Accuracy on the easy and hard examples of a split (Gururangan et al. 2018; RMC paper §4):
-    easy = the bias model (e.g. hypothesis-only) predicts the gold label, hard = it does not.
-
-    Ties in the bias model's log-probabilities go to the first class, as ``argmax`` does.
-    """
-    ids = [ex.id for ex in examples]
-    log_probs = load_bias_log_probs(bias_file, ids, len(labels), labels=labels)
+    easy = the bias model (e.g. hypothesis-only) predicts the gold label, hard = it does not
+    (``hard``: :func:`~srnet.evaluation.predict.hard_examples` of ``bias_file``)."""
     gold = np.array([ex.label for ex in examples])
-    easy = log_probs.argmax(axis=1) == gold
+    easy = ~np.asarray(hard)
     correct = np.asarray(preds) == gold
 
     def accuracy(part: np.ndarray) -> float | None:
