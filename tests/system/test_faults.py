@@ -118,6 +118,35 @@ def test_write_failures_are_one_line(capsys, finished, read_only, tiny_model_dir
     assert not any(read_only.iterdir())
 
 
+def test_predict_twice_needs_overwrite_which_replaces_atomically(capsys, finished, tmp_path, monkeypatch):
+    """A second ``srnet predict`` of a split is refused in one line naming the file and --overwrite
+    (before any work); --overwrite replaces it, and a failed replace keeps the old file whole."""
+    import shutil
+
+    from srnet import api
+    from srnet.errors import NeedsOption
+
+    run = Path(shutil.copytree(finished[2], tmp_path / "ft"))
+    train = run / "predictions" / "train.jsonl"
+    assert run_cli(capsys, "predict", str(run), "--split", "train")[0] == 0
+    written = train.read_bytes()
+    monkeypatch.setattr("srnet.experiments.verbs.split_predictions.load_examples", None)  # no work
+    code, _, err = run_cli(capsys, "predict", str(run), "--split", "train")
+    assert code == 2
+    assert one_error_line(err) == f"error: {train}: already exists; pass --overwrite to replace it"
+    monkeypatch.undo()
+    with pytest.raises(NeedsOption, match=r"train\.jsonl: already exists; pass overwrite=True to replace"):
+        api.predict(run, split="train")
+    train.write_text("older\n")
+    assert run_cli(capsys, "predict", str(run), "--split", "train", "--overwrite")[0] == 0
+    assert train.read_bytes() == written
+    monkeypatch.setattr("srnet.evaluation.predict.softmax", lambda logits: logits[:1])  # fails mid-write
+    with pytest.raises(ValueError):
+        api.predict(run, split="train", overwrite=True)
+    assert train.read_bytes() == written
+    assert sorted(p.name for p in train.parent.iterdir() if p.name.startswith(".")) == []
+
+
 def test_output_dir_under_a_regular_file(capsys, finished, tiny_model_dir, tmp_path):
     _, data, _ = finished
     blocker = tmp_path / "afile"

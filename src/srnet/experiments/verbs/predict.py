@@ -20,7 +20,8 @@ def arguments(p) -> None:
     p.add_argument("run_dir")
     p.add_argument("--output", help="file to write (default RUN/predictions/<split>.jsonl); an "
                    "existing file needs --overwrite, and a run's own record is never replaced")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing predictions file (atomically)")
     plugins_flag(p)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from srnet.config import Recipe, load_run_recipe
-from srnet.errors import SrnetError
+from srnet.errors import NeedsOption, SrnetError
 from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits, write_predictions
 from srnet.experiments.run.data import data_base_dir
@@ -29,8 +29,9 @@ def find_split(recipe, split: str) -> DataSpec:
 
 
 def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None = None,
-                      fallback: Recipe | None = None) -> Path:
-    """Write ``RUN/predictions/<split>.jsonl`` (or ``output``) from the run's exported model.
+                      fallback: Recipe | None = None, *, overwrite: bool = False) -> Path:
+    """Write ``RUN/predictions/<split>.jsonl`` (or ``output``) from the run's exported model,
+    atomically; an existing file is replaced only with ``overwrite`` (refused before any work).
 
     ``fallback`` supplies the split when the run's own recipe lacks it (an evaluation-only run has
     no training split; a sweep's ``predict`` stage passes its recipe)."""
@@ -43,6 +44,9 @@ def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None
         recipe = recipe.model_copy(update={"data": data})
     task = get_task(recipe.task)
     spec = find_split(recipe, split)
+    path = Path(output) if output else run.predictions / f"{split}.jsonl"
+    if path.exists() and not overwrite:
+        raise NeedsOption(f"{path}: already exists; pass overwrite=True to replace it", "overwrite")
     examples = load_examples(task, spec, base_dir=data_base_dir(recipe))
     tokenizer = load_tokenizer(str(run.model))
     model = load_classifier(str(run.model), task.labels)
@@ -52,6 +56,5 @@ def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None
         batch_size=recipe.training.eval_batch_size, desc=f"predict {split}",
     )
     space = label_space(task, spec)
-    path = Path(output) if output else run.predictions / f"{split}.jsonl"
     write_predictions(path, examples, logits, predict(logits, task.labels, space), space)
     return path
