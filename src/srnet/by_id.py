@@ -22,8 +22,19 @@ TOLERANCE = 1e-3
 """How far a row of probabilities may sum from 1."""
 
 
-def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON Lines file; bad lines are errors naming file:line."""
+def holds_bool(value: Any) -> bool:
+    """Whether ``value`` is a boolean or a (nested) list or array holding one: JSON ``true`` reads
+    as Python's ``True``, an ``int``, so NumPy would take it for the number 1."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype == np.bool_ or (value.dtype == object and any(map(holds_bool, value.flat)))
+    return isinstance(value, list | tuple) and any(map(holds_bool, value))
+
+
+def read_jsonl_rows(path: Path, numbers: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON Lines file; bad lines are errors naming file:line, as is a
+    boolean in any of the ``numbers`` fields (which hold numbers or lists of them)."""
     rows = []
     with path.open("rb") as f:
         for lineno, raw in enumerate(f, start=1):
@@ -40,6 +51,9 @@ def read_jsonl_rows(path: Path) -> list[dict[str, Any]]:
                 raise SrnetError(f"{path}:{lineno}: not valid JSON ({reason})") from None
             if not isinstance(row, dict):
                 raise SrnetError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            field = next((k for k in numbers if holds_bool(row.get(k))), None)
+            if field is not None:
+                raise SrnetError(f"{path}:{lineno}: '{field}' holds a boolean; expected numbers")
             rows.append(row)
     return rows
 
@@ -73,6 +87,8 @@ def align_rows(
     require_ids(mapping, example_ids, path, "prediction")
     out = np.empty((len(example_ids), num_classes), dtype=np.float64)
     for n, ex_id in enumerate(example_ids):
+        if holds_bool(mapping[str(ex_id)]):
+            raise SrnetError(f"{path}: row for id '{ex_id}' holds a boolean; expected numbers")
         try:
             row = np.asarray(mapping[str(ex_id)], dtype=np.float64).reshape(-1)
         except (TypeError, ValueError) as exc:
@@ -104,7 +120,7 @@ def read_prediction_rows(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise SrnetError(f"prediction file {path} does not exist")
-    return read_jsonl_rows(path)
+    return read_jsonl_rows(path, ("probs",))
 
 
 def prediction_probs(

@@ -124,6 +124,7 @@ def test_json_dict_and_headerless_jsonl(tmp_path):
         ({"a": "high"}, "row for id 'a' is not a list of numbers"),
         ({"b": [0.5, 0.25, 0.25]}, "bias.json: no prediction for example id 'a'"),
         ([0.5, 0.5], "JSON holds a list"),
+        ({"a": [True, False, False]}, r"^\S*bias.json: row for id 'a' holds a boolean; expected numbers$"),
     ],
 )
 def test_bad_bias_values_are_named(tmp_path, content, message):
@@ -148,6 +149,33 @@ def test_missing_ids_are_counted_and_bad_files_named(tmp_path):
         load_bias_log_probs(tmp_path / "b.csv", ["a"], 3)
     with pytest.raises(SrnetError, match="does not exist"):
         load_bias_log_probs(tmp_path / "none.npy", ["a"], 3)
+
+
+@pytest.mark.parametrize(
+    ("header", "field"),
+    [({"srnet_bias": 1, "labels": list(LABELS), "feature": "f", "split": "train"}, "log_probs"),
+     (None, "probs")],
+)
+def test_json_booleans_are_not_probabilities(tmp_path, header, field):
+    """JSON ``true``/``false`` read as Python bools, which NumPy takes for 1 and 0: a one-hot row of
+    booleans would pass as probabilities.  Each is one line naming the file, line and field."""
+    rows = [json.dumps(header)] if header else []
+    rows += ["", json.dumps({"id": "a", field: [1, 0, 0] if field == "probs" else np.log(PROBS[0]).tolist()})]
+    rows += [json.dumps({"id": "b", field: [[True], [False], [False]]})]
+    path = tmp_path / "b.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    line = len(rows)
+    message = rf"^\S*b\.jsonl:{line}: '{field}' holds a boolean; expected numbers$"
+    with pytest.raises(SrnetError, match=message):
+        load_bias_log_probs(path, ["a", "b"], 3)
+
+
+def test_boolean_arrays_in_a_pickle_are_refused(tmp_path):
+    path = tmp_path / "bias.pkl"
+    with path.open("wb") as f:
+        pickle.dump({"a": np.array([True, False, False])}, f)
+    with pytest.raises(SrnetError, match=r"bias\.pkl: row for id 'a' holds a boolean; expected numbers$"):
+        load_bias_log_probs(path, ["a"], 3)
 
 
 # --- teacher predictions ------------------------------------------------------------------------
@@ -191,6 +219,16 @@ def test_teacher_task_mismatch_and_bad_rows(tmp_path):
         load_teacher_probs(logs, IDS, 3)
     with pytest.raises(SrnetError, match="does not exist"):
         load_teacher_probs(tmp_path / "empty_dir_is_not_a_run", IDS, 3)
+
+
+def test_teacher_probs_that_are_booleans_are_named_by_line(tmp_path):
+    run = make_run(tmp_path)
+    file = run / "predictions" / "train.jsonl"
+    rows = file.read_text().splitlines()
+    rows[1] = json.dumps({"id": "b", "gold": "neutral", "pred": "neutral", "probs": [False, True, False]})
+    file.write_text("\n".join(rows) + "\n")
+    with pytest.raises(SrnetError, match=r"train\.jsonl:2: 'probs' holds a boolean; expected numbers$"):
+        load_teacher_probs(run, IDS, 3)
 
 
 # --- sample difficulty --------------------------------------------------------------------------

@@ -119,7 +119,7 @@ def load_bias_log_probs(
 
 
 def _load_jsonl(path: Path, num_classes: int, labels: Sequence[str] | None) -> dict[str, Any]:
-    rows = read_jsonl_rows(path)
+    rows = read_jsonl_rows(path, ("log_probs", "probs"))
     if rows and "srnet_bias" in rows[0]:
         header, rows = rows[0], rows[1:]
         if header["srnet_bias"] != FORMAT_VERSION:
