@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
 
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks.base import Candidate, register_attack
@@ -153,6 +153,13 @@ class StrictSynonymParams(SwapSettings):
         0.15, ge=0.0, le=1.0, description="A success's judge gold probability at most this much below the "
         "original's (the judge is not moved towards another label, whether or not it was right).",
     )
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_named(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("empty; give 'default', the path of a saved judge (.npz) or null (no judge)")
+        return value
 
 
 @register_attack("strict_synonym")
@@ -446,7 +453,12 @@ def _single_texts(task: Task, source: Path) -> list[Example]:
     from srnet.tasks import load_examples
     from srnet.tasks.spec import DataSpec
 
-    examples = load_examples(task, DataSpec(path=str(source)))
+    try:
+        spec = DataSpec(path=str(source))
+    except ValidationError:  # a suffix that names no data format (e.g. .yaml)
+        raise SrnetError(f"judge_data {source}: not a data file srnet reads by its suffix (give the "
+                         "task's training split, e.g. .jsonl, .csv or .tsv)") from None
+    examples = load_examples(task, spec)
     if any(ex.text_b is not None for ex in examples):
         raise SrnetError(f"judge data {source}: the label judge reads single texts; these are pairs "
                          "(pass --param judge=null: validity unchecked)")
