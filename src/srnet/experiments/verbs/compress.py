@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from srnet.experiments.compress.config import CompressConfig
+from srnet.experiments.compress.summary import compress_summary
 from srnet.experiments.verbs.base import Verb, register_verb
 from srnet.experiments.verbs.common import data_flags, overrides_flag, with_flags
 from srnet.experiments.verbs.flags import config_values
@@ -28,7 +29,6 @@ def arguments(p) -> None:
 
 def call(args, compress) -> int:
     from srnet.config import as_recipe
-    from srnet.experiments.compress.summary import compress_summary
 
     recipe = None
     if args.recipe or args.task or args.train or args.dev or args.challenge:

@@ -24,7 +24,7 @@ def add_config_flags(p: argparse.ArgumentParser, config_type: type[VerbConfig]) 
         if field.is_required():
             kwargs["required"] = True
         else:
-            kwargs["default"] = default = field.get_default(call_default_factory=False)
+            kwargs["default"] = default = field.get_default(call_default_factory=True)
             if default is not None and kind is not bool and default not in ([], {}):
                 kwargs["help"] += f" (default: {_shown(default)})"
         if kind is bool:
