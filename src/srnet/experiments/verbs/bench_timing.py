@@ -16,7 +16,6 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import torch
 from torch import nn
 
 from srnet.errors import SrnetError
+from srnet.evaluation.timing_inputs import TimingInputs, fixed_inputs, recipe_inputs
 from srnet.experiments.verbs.bench import BenchConfig
 from srnet.machine import cpu_int8_features
 
@@ -189,7 +189,8 @@ def bench(
     load ``models`` (the first is the baseline), add OMP variants of the first at ``config.omp``
     sparsities, time them all under :func:`run_bench` with ``config.threads`` torch threads
     (restored afterwards: a sweep worker runs further stages) and write the result to ``out`` when
-    given (checked first: an existing file is replaced only with ``overwrite``)."""
+    given (checked first: an existing file is replaced only with ``overwrite``).  With
+    ``config.data_split``, the inputs are batches of that split (:func:`data_inputs`)."""
     from srnet.export.onnx import require_onnx
     from srnet.io import atomic_write_json, check_new_file
 
@@ -199,12 +200,13 @@ def bench(
         check_new_file(out, overwrite, "--out")
     if config.onnx:
         require_onnx()  # before any model is loaded
+    inputs = data_inputs(models[0], config) if config.data_split is not None else None
     before = torch.get_num_threads()
     try:
         if config.threads:
             torch.set_num_threads(config.threads)
         candidates = [load_candidate(name) for name in models]
-        result = run_bench([*candidates, *omp_variants(candidates[0], config.omp)], config)
+        result = run_bench([*candidates, *omp_variants(candidates[0], config.omp)], config, inputs)
     finally:
         torch.set_num_threads(before)
     if out is not None:
@@ -212,47 +214,32 @@ def bench(
     return result
 
 
-def run_bench(candidates: Sequence[Candidate], config: BenchConfig) -> dict[str, Any]:
-    """Time every candidate at every batch size x sequence length of ``config``; ratios are to the
-    first one.
+def run_bench(candidates: Sequence[Candidate], config: BenchConfig,
+              inputs: Sequence[TimingInputs] | None = None) -> dict[str, Any]:
+    """Time every candidate on each of ``inputs`` (default: random token ids at every batch size x
+    sequence length of ``config``); ratios are to the first one.
+
+    A cell is one :class:`~srnet.evaluation.timing_inputs.TimingInputs`: each round runs every
+    model over all its batches, and a row's times are per batch (the round's time over its number of
+    batches; data batches from :func:`~srnet.evaluation.timing_inputs.recipe_inputs`, row ``length``
+    their mean padded length).  The record's ``inputs`` describes each cell, in row order.  A length
+    past a model's positions is refused before anything is timed.
 
     With ``config.onnx``, each candidate is also exported to ONNX and timed under ONNX Runtime in the
-    same interleaved rounds (its row follows the PyTorch row; ``speedup`` is still relative to
-    the first candidate under PyTorch); with ``quantize`` its INT8 graph too.  Rows carry ``runtime``
-    ``torch``, ``onnxruntime`` or ``onnxruntime-int8``; with ``config.runtimes``, only those runtimes
-    are timed (and the first candidate under PyTorch).
+    same interleaved rounds, on the same batches (its row follows the PyTorch row; ``speedup`` is
+    still relative to the first candidate under PyTorch); with ``quantize`` its INT8 graph too.  Rows
+    carry ``runtime`` ``torch``, ``onnxruntime`` or ``onnxruntime-int8``; with ``config.runtimes``,
+    only those runtimes are timed (and the first candidate under PyTorch).
     """
+    cells = list(inputs) if inputs is not None else grid_inputs(candidates[0], config)
+    check_lengths(candidates, cells)
     sessions = onnx_sessions(candidates, config.quantize) if config.onnx else None
-    vocab = int(candidates[0].model.config.vocab_size)
-    generator = torch.Generator().manual_seed(0)
-    rows = []
-    for batch in config.batch_sizes:
-        for length in config.lengths:
-            inputs = {"input_ids": torch.randint(min(1000, vocab - 1), vocab, (batch, length),
-                                                 generator=generator),
-                      "attention_mask": torch.ones(batch, length, dtype=torch.long)}
-            runs: list[tuple[Candidate, str, Callable[[], object]]] = []
-            for i, c in enumerate(candidates):
-                if config.timed(i, "torch"):
-                    runs.append((c, "torch", partial(c.model, **inputs)))
-                for runtime, session, _ in sessions[i] if sessions is not None else []:
-                    from srnet.export.onnx import ort_feeds
-
-                    if config.timed(i, runtime):
-                        feeds = ort_feeds(session, inputs)
-                        runs.append((c, runtime, partial(session.run, ["logits"], feeds)))
-            timed = time_calls([call for _, _, call in runs], config.rounds, config.warmup)
-            medians = [statistics.median(t) for t in timed]
-            for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True):
-                rows.append({"model": c.label, "runtime": runtime, "params_m": c.parameters / 1e6,
-                             "batch": batch, "length": length, "latency_ms": s * 1e3,
-                             "min_ms": min(t) * 1e3, "max_ms": max(t) * 1e3,
-                             "spread": (max(t) - min(t)) / s, "seq_per_s": batch / s,
-                             "speedup": medians[0] / s})
+    rows = [row for cell in cells for row in time_cell(candidates, sessions, config, cell)]
     load = load_average()
     result = {"environment": bench_environment(), "threads": torch.get_num_threads(), "rounds": config.rounds,
               "warmup": config.warmup, "load_average": load,
-              "warnings": bench_warnings(rows, load, os.cpu_count() or 1), "rows": rows}
+              "warnings": bench_warnings(rows, load, os.cpu_count() or 1),
+              "inputs": [cell.record() for cell in cells], "rows": rows}
     if sessions is not None:
         from srnet.export.onnx import ATOL, OPSET
 
@@ -265,6 +252,95 @@ def run_bench(candidates: Sequence[Candidate], config: BenchConfig) -> dict[str,
                        in zip(candidates, sessions, strict=True) for runtime, _, record in triples],
         }
     return result
+
+
+def grid_inputs(first: Candidate, config: BenchConfig) -> list[TimingInputs]:
+    """Random token ids at every batch size x length of ``config`` (seed 0, in that order)."""
+    vocab = int(first.model.config.vocab_size)
+    generator = torch.Generator().manual_seed(0)
+    return [fixed_inputs(vocab, batch, length, generator)
+            for batch in config.batch_sizes for length in config.lengths]
+
+
+def data_inputs(first: str, config: BenchConfig) -> list[TimingInputs]:
+    """``config.data_split`` batches per batch size, from ``config.recipe`` (default: the recipe of
+    the run folder ``first``), tokenized by ``first``'s tokenizer."""
+    from srnet.config import load_run_recipe
+    from srnet.rundir.layout import RunDir
+
+    run = RunDir(Path(first))
+    recipe: Any = config.recipe
+    if recipe is None:
+        if not run.config.is_file():
+            raise SrnetError(f"--data-split {config.data_split}: {first} is no run folder with a recipe; "
+                             "give --recipe")
+        recipe = load_run_recipe(run.config)
+    model = run.model if run.model.is_dir() else Path(first)
+    return recipe_inputs(recipe, model, config.batch_sizes, split=str(config.data_split),
+                         n_batches=config.n_batches)
+
+
+def check_lengths(candidates: Sequence[Candidate], cells: Sequence[TimingInputs]) -> None:
+    """One line when the longest cell is longer than a candidate's position embeddings."""
+    from srnet.models.families import family_of
+
+    cell = max(cells, key=lambda cell: cell.longest)
+    for c in candidates:
+        config = c.model.config
+        family = family_of(config.model_type)
+        positions = getattr(config, "max_position_embeddings", None)
+        if family is None or family.positions == "relative" or positions is None:
+            continue
+        if family.positions == "after_padding":
+            positions -= (getattr(config, "pad_token_id", 0) or 0) + 1
+        if cell.longest > positions:
+            what = (f"--lengths {cell.longest}: longer" if cell.kind == "fixed" else
+                    f"--data-split {cell.split}: batches of {cell.longest} tokens (lower model.max_length),")
+            raise SrnetError(f"{what} than the {positions} positions of {c.label}")
+
+
+def time_cell(candidates: Sequence[Candidate], sessions: list[list[tuple[str, Any, dict[str, Any]]]] | None,
+              config: BenchConfig, cell: TimingInputs) -> list[dict[str, Any]]:
+    """The rows of one cell: every timed (candidate, runtime) over the cell's batches, interleaved."""
+    runs: list[tuple[Candidate, str, Callable[[], object]]] = []
+    for i, c in enumerate(candidates):
+        if config.timed(i, "torch"):
+            runs.append((c, "torch", torch_call(c.model, cell.batches)))
+        for runtime, session, _ in sessions[i] if sessions is not None else []:
+            if config.timed(i, runtime):
+                runs.append((c, runtime, session_call(session, cell.batches)))
+    n = len(cell.batches)
+    timed = [[t / n for t in times] for times in time_calls([call for _, _, call in runs], config.rounds,
+                                                             config.warmup)]
+    medians = [statistics.median(t) for t in timed]
+    return [{"model": c.label, "runtime": runtime, "params_m": c.parameters / 1e6, "batch": cell.batch,
+             "length": cell.length, "latency_ms": s * 1e3, "min_ms": min(t) * 1e3, "max_ms": max(t) * 1e3,
+             "spread": (max(t) - min(t)) / s, "seq_per_s": cell.batch / s, "speedup": medians[0] / s}
+            for (c, runtime, _), t, s in zip(runs, timed, medians, strict=True)]
+
+
+def torch_call(model: nn.Module, batches: Sequence[dict[str, torch.Tensor]]) -> Callable[[], None]:
+    """One forward pass of ``model`` over each batch (the inputs its ``forward`` takes)."""
+    from srnet.training.data import model_inputs
+
+    feeds = [model_inputs(model, b) for b in batches]
+
+    def run() -> None:
+        for feed in feeds:
+            model(**feed)
+    return run
+
+
+def session_call(session: Any, batches: Sequence[dict[str, torch.Tensor]]) -> Callable[[], None]:
+    """One ONNX Runtime run of ``session`` over each batch (as the session's int64 feeds)."""
+    from srnet.export.onnx import ort_feeds
+
+    feeds = [ort_feeds(session, b) for b in batches]
+
+    def run() -> None:
+        for feed in feeds:
+            session.run(["logits"], feed)
+    return run
 
 
 def bench_environment() -> dict[str, Any]:
