@@ -170,6 +170,21 @@ def test_checkpoints_are_plain_models_and_resume_restores_the_masks(setting, tmp
     np.testing.assert_allclose(dev_logits(setting, a), dev_logits(setting, b), atol=1e-6)
 
 
+def test_resuming_a_checkpoint_of_another_sparsity_is_one_line(setting, tmp_path):
+    """A checkpoint trained to 70% resumed by a trainer set to 50% would carry its recorded masks on
+    at 70%: refused in one line naming both sparsities and the checkpoint, before any step."""
+    pruning = {"method": "mask_train", "sparsity": 0.7, "params": {"mask_lr": 0.05}}
+    make_trainer(setting, tmp_path / "seventy", pruning, max_steps=2, save_strategy="steps",
+                 save_steps=2).train()
+    checkpoint = tmp_path / "seventy" / "checkpoint-2"
+    half = make_trainer(setting, tmp_path / "half", {**pruning, "sparsity": 0.5}, max_steps=4)
+    refused = (rf"^{checkpoint}: checkpoint trained at sparsity 0\.7, this trainer's pruning has sparsity "
+               r"0\.5; resume with the same sparsity \(or start over\)$")
+    with pytest.raises(SrnetError, match=refused):
+        half.train(resume_from_checkpoint=str(checkpoint))
+    assert half.state.global_step == 0
+
+
 def test_an_interrupted_checkpoint_is_refused_not_resumed_without_its_masks(setting, tmp_path):
     """srnet's checkpoint files are atomic and the state comes last: a save that fails midway
     leaves no state file and no temporary file, and resuming from that folder is one line."""

@@ -25,9 +25,10 @@ What the subclass adds to ``Trainer`` (every ``TrainingArguments`` setting keeps
 * **checkpoints** that are plain Hugging Face models (masks baked in) and also carry srnet's state
   (``srnet_state.safetensors``: the parametrized weights and mask parameters; ``srnet_method.pt``;
   ``masks.safetensors``), so ``load_best_model_at_end`` and ``resume_from_checkpoint`` restore the
-  masks exactly; a checkpoint without that state (interrupted, or a plain one) is refused in one
-  line unless training is dense, and so is masking anew a model loaded with ``from_pretrained``
-  from a checkpoint (its masks are baked into its weights);
+  masks exactly; a checkpoint without that state (interrupted, or a plain one) or trained to
+  another target sparsity is refused in one line (the former unless training is dense), and so is
+  masking anew a model loaded with ``from_pretrained`` from a checkpoint (its masks are baked into
+  its weights);
 * :meth:`SrnetTrainer.export`: ``srnet export``'s writer (plain or ``shrink``, ONNX, INT8) with
   its checks and model card.
 
@@ -70,7 +71,7 @@ from srnet.pruning.base import Calibration, PruningMethod
 from srnet.pruning.config import PruningConfig
 from srnet.pruning.lifecycle import attach
 from srnet.sparsity.fingerprint import model_fingerprint, weights_digest
-from srnet.sparsity.mask_io import MaskMetadata, save_masks
+from srnet.sparsity.mask_io import MaskMetadata, load_masks, save_masks
 from srnet.training.data import model_inputs
 from srnet.training.objectives import Standard, loss_backward
 from srnet.training.objectives.base import with_penalty
@@ -296,10 +297,20 @@ class SrnetTrainer(Trainer):
         folder = Path(resume_from_checkpoint)
         if not self._has_state(folder):
             return super()._load_from_checkpoint(resume_from_checkpoint, model)
+        self._refuse_other_sparsity(folder)
         if self.method.targets:
             self._load_state(folder)
         else:  # the masks are attached when the optimizer is built: load then
             self._pending_state = folder
+
+    def _refuse_other_sparsity(self, folder: Path) -> None:
+        """One line when the checkpoint's masks were trained to another target sparsity than this
+        trainer's ``pruning`` (its recorded state would carry that target on silently)."""
+        recorded = load_masks(folder / MASKS_FILE)[1].target_sparsity
+        wanted = self.pruning_config.sparsity
+        if recorded is not None and recorded != wanted:
+            raise SrnetError(f"{folder}: checkpoint trained at sparsity {recorded}, this trainer's pruning "
+                             f"has sparsity {wanted}; resume with the same sparsity (or start over)")
 
     def _load_best_model(self) -> None:
         folder = Path(self.state.best_model_checkpoint)
