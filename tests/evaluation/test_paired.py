@@ -42,7 +42,7 @@ def test_an_identical_candidate_differs_by_zero_and_passes_a_one_point_margin():
     assert diff.reference == diff.candidate == 0.85
     assert diff.low < 0 < diff.high
     assert non_inferior(diff, 1.0)
-    assert gate_text("id", diff, 1.0).endswith(": PASS")
+    assert gate_text("id", diff, 1.0).startswith("PASS id: ")
 
 
 def test_a_candidate_three_points_worse_on_300_examples_fails():
@@ -50,7 +50,7 @@ def test_a_candidate_three_points_worse_on_300_examples_fails():
     assert diff.reference == pytest.approx(0.85) and diff.candidate == pytest.approx(0.82)
     assert diff.difference == pytest.approx(-0.03)
     assert diff.high < 0 and not non_inferior(diff, 1.0)
-    assert gate_text("hard", diff, 1.0).endswith(": FAIL")
+    assert gate_text("hard", diff, 1.0).startswith("FAIL hard: ")
 
 
 def test_the_interval_narrows_with_n():
@@ -101,7 +101,7 @@ def test_the_gate_line():
     diff = PairedDifference(n=4302, reference=0.70, candidate=0.7031, difference=0.0031, low=-0.0052,
                             high=0.0114, b=100, c=87, confidence=0.95)
     assert gate_text("hard", diff, 1.0) == (
-        "hard: +0.31 points (95% CI −0.52 … +1.14, n 4302) vs margin −1.00: PASS"
+        "PASS hard: +0.31 points (95% CI −0.52 … +1.14, n 4302) vs margin −1.00"
     )
     assert not non_inferior(diff, 0.5)
 

@@ -91,7 +91,9 @@ def test_compress_writes_a_shrunk_model_its_card_and_its_gates(compressed, finet
     # each gate is computed from the figures recorded beside it
     shipped, ref = record["figures"]["shipped"], record["figures"]["teacher"]
     by_name = {g["gate"]: g for g in record["gates"]}
-    assert by_name["id"]["passed"] == (shipped["id"] >= ref["id"] - 0.01 - 1e-12)
+    assert by_name["id"]["passed"] == (by_name["id"]["interval"]["low"] > -0.01)
+    interval = by_name["id"]["interval"]
+    assert (interval["candidate"], interval["reference"]) == (shipped["id"], ref["id"])
     assert record["passed"] == all(g["passed"] for g in record["gates"])
     assert record["exit_code"] == (0 if record["passed"] else GATE_FAILED_EXIT)
     assert record["peak_rss_mb"] > 0
@@ -165,9 +167,10 @@ def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path, monkeypatch
     shrunk: overhead dominates); the real timing is the sizing test's below."""
     from srnet.experiments.verbs import bench_timing
 
-    def timed(candidates, config):
-        rows = [{"model": c.label, "runtime": "torch", "speedup": 1 + i / 2, "latency_ms": 10 / (1 + i / 2)}
-                for i, c in enumerate(candidates)]
+    def timed(candidates, config, inputs=None):
+        batch = inputs[0].batch if inputs else config.batch_sizes[0]
+        rows = [{"model": c.label, "runtime": "torch", "speedup": 1 + i / 2, "latency_ms": 10 / (1 + i / 2),
+                 "batch": batch} for i, c in enumerate(candidates)]
         return {"rows": rows, "environment": {}, "warnings": []}
 
     monkeypatch.setattr(bench_timing, "run_bench", timed)
@@ -214,8 +217,8 @@ def test_the_sizing_times_the_levels_under_the_runtime_and_the_dense_model_under
 
     rows = []
 
-    def recording(candidates, config):
-        result = real(candidates, config)
+    def recording(candidates, config, inputs=None):
+        result = real(candidates, config, inputs)
         rows.extend((row["model"], row["runtime"]) for row in result["rows"])
         return result
 
@@ -412,7 +415,7 @@ def checked_gates(config, reference, student, shipped, speedup: float) -> list[d
     (figures(collapsed=["hans"]), 2.2, ["collapse"]),       # a collapse the reference does not have
 ])
 def test_gates_fail_when_they_should(shipped, speedup, failed):
-    config = CompressConfig(speedup=2.0, runtime="torch")
+    config = CompressConfig(speedup=2.0, runtime="torch", gate_rule="points", max_robust_drop=0.0)
     checked = checked_gates(config, FIGURES, FIGURES, shipped, speedup)
     assert [g["gate"] for g in checked if not g["passed"]] == failed
     bad = [g["line"] for g in checked if not g["passed"]]
@@ -423,11 +426,12 @@ def test_a_collapse_the_reference_shares_is_named_but_does_not_fail():
     """An MNLI model of this size calls nearly every HANS pair entailment: the dense model and its
     dense PoE reference 'collapse' there too, so that alone is no failure of the compressed model."""
     both = figures(collapsed=["hans"])
-    [gate] = [g for g in checked_gates(CompressConfig(speedup=2.0), both, both, both, 2.2)
+    points = CompressConfig(speedup=2.0, gate_rule="points")
+    [gate] = [g for g in checked_gates(points, both, both, both, 2.2)
               if g["gate"] == "collapse"]
     assert gate["passed"] and gate["line"].endswith("no split (hans: the reference too)")
     worse = figures(collapsed=["hans", "dev"])
-    [gate] = [g for g in checked_gates(CompressConfig(speedup=2.0), both, both, worse, 2.2)
+    [gate] = [g for g in checked_gates(points, both, both, worse, 2.2)
               if g["gate"] == "collapse"]
     assert not gate["passed"] and gate["value"] == ["dev"]
 
@@ -448,7 +452,7 @@ def test_elapsed_time_counts_each_stage_once_across_resumes(tmp_path):
 
 
 def test_int8_file_that_loses_accuracy_fails_its_gate():
-    config = CompressConfig(sparsity=0.5, runtime="onnx-int8")
+    config = CompressConfig(sparsity=0.5, runtime="onnx-int8", gate_rule="points")
     checked = checked_gates(config, FIGURES, figures(id=0.83), figures(id=0.815), 2.0)
     assert [g["gate"] for g in checked if not g["passed"]] == ["int8"]
 
@@ -593,3 +597,47 @@ def test_a_stage_whose_record_is_not_one_names_the_file(tmp_path, text):
         CompressStage().run(recipe, params, tmp_path)
     assert "\n" not in str(err.value)
     assert (tmp_path / "compress.json").read_text() == text
+
+
+def write_predictions(run: Path, split: str, right: list[bool], hard: list[bool] | None = None) -> None:
+    rows = [{"id": str(i), "gold": "entailment", "pred": "entailment" if ok else "neutral"}
+            | ({} if hard is None else {"hard": hard[i]}) for i, ok in enumerate(right)]
+    (run / "predictions").mkdir(parents=True, exist_ok=True)
+    (run / "predictions" / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def interval_figures(tmp_path: Path, name: str, wrong_hard: int) -> dict:
+    """A run of 2,000 dev pairs (400 hard) and 600 challenge pairs, wrong on a fixed 10%, then
+    ``wrong_hard`` hard pairs lost and as many easy ones won."""
+    run = tmp_path / name
+    hard = [i < 400 for i in range(2000)]
+    def right(i: int) -> bool:  # wrong_hard hard pairs lost, as many easy ones won: ID level
+        if i < 400 and i % 10 == 1 and i // 10 < wrong_hard:
+            return False
+        return i % 10 != 0 or (i >= 400 and (i - 400) // 10 < wrong_hard)
+
+    dev = [right(i) for i in range(2000)]
+    write_predictions(run, "dev", dev, hard)
+    write_predictions(run, "hans", [i % 5 != 0 for i in range(600)])
+    hard_right = [ok for ok, h in zip(dev, hard, strict=True) if h]
+    return {"run": str(run), "id_split": "dev", "id": sum(dev) / 2000, "hard": sum(hard_right) / 400,
+            "collapsed": [], "challenge": {"hans": {"accuracy": 0.8}}}
+
+
+def test_interval_gates_pass_a_level_model_and_fail_one_three_points_worse_on_hard(tmp_path):
+    """Under the default rule a model equal to its reference passes, and one 3 points worse on the
+    hard split (12 of 400 pairs) fails that gate only; each line gives the interval."""
+    reference = interval_figures(tmp_path, "reference", 0)
+    level = interval_figures(tmp_path, "level", 0)
+    worse = interval_figures(tmp_path, "worse", 12)
+    config = CompressConfig(sparsity=0.5, runtime="torch")
+    assert config.gate_rule == "interval"
+    passed = checked_gates(config, reference, level, level, 1.0)
+    assert all(g["passed"] for g in passed)
+    hard = next(g for g in passed if g["gate"] == "hard")
+    assert hard["line"] == "PASS hard: +0.00 points (95% CI −0.90 … +0.90, n 400) vs margin −2.00"
+    assert hard["interval"]["n"] == 400 and hard["interval"]["method"] == "newcombe-square-and-add"
+    failed = checked_gates(config, reference, worse, worse, 1.0)
+    assert [g["gate"] for g in failed if not g["passed"]] == ["hard"]
+    line = next(g["line"] for g in failed if g["gate"] == "hard")
+    assert line.startswith("FAIL hard: −3.00 points (95% CI ") and "n 400" in line

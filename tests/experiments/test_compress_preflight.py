@@ -116,6 +116,7 @@ def test_an_srnet_shrunk_export_is_refused_before_any_training(finetuned, tmp_pa
     shrunk.mkdir()
     config = json.loads((finetuned / "model" / "config.json").read_text())
     (shrunk / "config.json").write_text(json.dumps({**config, "srnet_linear_shapes": {}}))
+    (shrunk / "srnet_export.json").write_text(json.dumps({"sha256": {}}))
     recipe = tmp_path / "r.yaml"
     recipe.write_text(yaml.safe_dump(tiny_recipe(tmp_path, "unused", "r")))
     code, err = run_cli(
@@ -279,3 +280,106 @@ def test_the_plan_attacks_the_shipped_file_and_level_zero_ships_the_uncut_model(
     uncut = compress_sweep(source, 0.0, config, tmp_path, 8)["stages"]
     assert "pruning" not in uncut["student"]["set"] and uncut["export"]["with"]["shrink"] is False
     assert uncut["export"]["with"]["quantize"] == "int8-per-channel"
+
+
+def test_length_auto_times_the_dev_splits_own_batches_at_batch_and_batch_one(finetuned, monkeypatch):
+    """``--length auto`` (the default) sizes on batches drawn from the dev split, padded per batch
+    to their own longest text (here far below 128 tokens), at --batch and at 1, and records them."""
+    from srnet.experiments.compress.sizing import size_to_machine
+    from srnet.experiments.compress.source import resolve_source
+    from srnet.experiments.verbs import bench_timing
+
+    seen = []
+    real = bench_timing.run_bench
+
+    def recording(candidates, config, inputs=None):
+        seen.append(inputs)
+        return real(candidates, config, inputs)
+
+    monkeypatch.setattr(bench_timing, "run_bench", recording)
+    config = CompressConfig(speedup=1.01, levels=[0.5], rounds=1, batch=4, runtime="torch", margin=0.0)
+    assert config.length == "auto"
+    try:
+        sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
+    except SrnetError as exc:  # the tiny model's timing may miss 1.01x; the inputs are the point here
+        assert "not reachable" in str(exc)
+        sizing = None
+    (cells,) = seen
+    assert [cell.batch for cell in cells] == [4, 1] and all(cell.kind == "data" for cell in cells)
+    assert all(cell.split == "dev" and cell.longest < 64 for cell in cells)
+    if sizing is not None:
+        assert [c["batch"] for c in sizing.inputs] == [4, 1] and sizing.inputs[0]["lengths"]["median"] < 64
+        assert sizing.curve[0].speedup_batch1 is not None
+
+
+def test_length_auto_needs_a_split_and_a_fixed_length_fits_the_model(finetuned, tmp_path, capsys):
+    code, err = run_cli(
+        [
+            str(finetuned),
+            "--out",
+            str(tmp_path / "c"),
+            "--sparsity",
+            "0.5",
+            "--length",
+            "4096",
+            "--runtime",
+            "torch",
+        ],
+        capsys,
+    )
+    assert code == 2 and one_line(err) and "--length 4096: longer than the model's" in err
+    code, err = run_cli(
+        [str(finetuned), "--out", str(tmp_path / "c"), "--sparsity", "0.5", "--length", "1"], capsys
+    )
+    assert code == 2 and one_line(err) and "--length 1: give auto or a number of tokens from 2 to 8192" in err
+    recipe = tiny_recipe(tmp_path, "unused", "r")
+    del recipe["data"]["dev"]
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe))
+    code, err = run_cli(
+        [
+            str(finetuned / "model"),
+            "--recipe",
+            str(tmp_path / "r.yaml"),
+            "--out",
+            str(tmp_path / "c"),
+            "--sparsity",
+            "0.5",
+            "--runtime",
+            "torch",
+        ],
+        capsys,
+    )
+    assert code == 2 and one_line(err) and "--length auto: the recipe has no dev or eval split" in err
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("onnxruntime") is None, reason="needs srnet[onnx]")
+def test_when_no_cut_reaches_the_target_the_uncut_model_ships_and_says_so(finetuned, tmp_path):
+    """Level 0 is the first candidate: the dense graph in ONNX Runtime beats dense PyTorch on a tiny
+    model by far, so --speedup 1.01 needs no cut; the teacher's recovery runs without pruning,
+    the export is not shrunk, and the console, the record and the card say no cut was needed."""
+    lines = []
+    data = tiny_recipe(tmp_path, "unused", "x", training={"max_steps": 2, "eval_every": None})
+    del data["name"], data["output_dir"], data["model"]
+    result = api.compress(
+        str(finetuned),
+        out=tmp_path / "c",
+        speedup=1.01,
+        levels=[0.0, 0.5],
+        bias="hypothesis_bow",
+        runtime="onnx-int8-per-channel",
+        rounds=1,
+        batch=4,
+        attack_n=4,
+        recipe=data,
+        progress=lines.append,
+    )
+    record = result.record
+    assert record.level == 0.0 and record.figures["student"].sparsity in (None, 0.0)
+    assert any(line.startswith("sizing: no cut needed") for line in lines)
+    card = (tmp_path / "c" / "model" / "README.md").read_text()
+    assert "No cut was needed" in card and "trust_remote_code" not in card
+    info = json.loads((tmp_path / "c" / "model" / "srnet_export.json").read_text())
+    assert not info.get("shrunk") and "model.int8.onnx" in info["sha256"]
+    assert record.hashed == info["sha256"] and "config.json" in record.hashed
+    assert record.speed.speedup_batch1 is not None and record.speed.inputs["kind"] == "data"
+    assert record.labels and record.datasets

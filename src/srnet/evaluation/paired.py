@@ -130,11 +130,10 @@ def non_inferior(diff: PairedDifference, margin: float) -> bool:
 
 
 def gate_text(name: str, diff: PairedDifference, margin: float) -> str:
-    """One line: ``hard: +0.31 points (95% CI −0.52 … +1.14, n 4302) vs margin −1.00: PASS``."""
+    """One line: ``PASS hard: +0.31 points (95% CI −0.52 … +1.14, n 4302) vs margin −1.00``."""
     verdict = "PASS" if non_inferior(diff, margin) else "FAIL"
-    return (f"{name}: {_points(diff.difference)} points ({diff.confidence * 100:g}% CI "
-            f"{_points(diff.low)} … {_points(diff.high)}, n {diff.n}) vs margin {_points(-margin / 100)}: "
-            f"{verdict}")
+    return (f"{verdict} {name}: {_points(diff.difference)} points ({diff.confidence * 100:g}% CI "
+            f"{_points(diff.low)} … {_points(diff.high)}, n {diff.n}) vs margin {_points(-margin / 100)}")
 
 
 def _points(fraction: float) -> str:

@@ -100,11 +100,12 @@ def _steering(record: CompressRecord) -> str:
 def _speed(record: CompressRecord) -> str:
     speed = record.speed
     cpu_int8 = (speed.cpu_int8 or {}).get("best", "unknown")
+    single = "" if speed.speedup_batch1 is None else f" At batch 1: {speed.speedup_batch1:.2f}x."
     return (
-        f"Timed on {speed.cpu} (int8: {cpu_int8}), batch {speed.batch} x {speed.length} tokens, "
-        f"{speed.threads} thread(s), median of {speed.rounds} interleaved rounds: **{speed.speedup:.2f}x** "
-        f"dense PyTorch FP32 ({speed.dense_ms:.1f} -> {speed.compressed_ms:.1f} ms, runtime "
-        f"{record.config['runtime']}); the speed-up holds for that batch and length."
+        f"Timed on {speed.cpu} (int8: {cpu_int8}), {speed.shape()}, {speed.threads} thread(s), median of "
+        f"{speed.rounds} interleaved rounds: **{speed.speedup:.2f}x** dense PyTorch FP32 "
+        f"({speed.dense_ms:.1f} -> {speed.compressed_ms:.1f} ms, runtime {record.config['runtime']}); the "
+        f"speed-up holds for that batch and those lengths.{single}"
     )
 
 

@@ -4,7 +4,7 @@ can read it."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -27,6 +27,7 @@ sides combined with the bias model's (``kd`` ``through_bias``), or no distillati
 ATTACK_DEFAULT = 500
 """``--attack-n`` by default (or the whole split when smaller): enough for an interval of about
 +-3 points on the accuracy under attack."""
+GATE_RULES = ("interval", "points")
 RESULT_FILE = "compress.json"
 SIZING_FILE = "sizing.json"
 LOCK = ".compress.lock"
@@ -35,8 +36,12 @@ LOCK = ".compress.lock"
 class CompressConfig(VerbConfig):
     """``srnet compress``: the target, the machine it is measured on, and the gates."""
 
-    added_later: ClassVar[dict[str, Any]] = {"recovery_epochs": None, "recovery_distill": "plain",
-                                             "recovery_factor": 1.0}
+    added_later: ClassVar[dict[str, Any]] = {
+        "recovery_epochs": None,
+        "recovery_distill": "plain",
+        "recovery_factor": 1.0,
+        "gate_rule": "points",
+    }
 
     speedup: float | None = Field(
         None,
@@ -59,7 +64,12 @@ class CompressConfig(VerbConfig):
         "and the CPU has int8 dot products (VNNI, AMX), else torch (the record names the one used)",
     )
     batch: int = Field(32, ge=1, le=4096, description="batch size of the timing")
-    length: int = Field(128, ge=2, le=8192, description="sequence length (tokens) of the timing")
+    length: int | Literal["auto"] = Field(
+        "auto",
+        json_schema_extra={"metavar": "N|auto"},
+        description="tokens per example of the timing: auto times batches drawn from the dev split at "
+        "their real lengths (padded per batch), as the model will see them; N: every example N tokens",
+    )
     threads: int = Field(1, ge=1, le=1024, description="threads of the timing")
     rounds: int = Field(7, ge=1, le=1000, description="interleaved timing rounds (median)")
     margin: float = Field(
@@ -100,9 +110,14 @@ class CompressConfig(VerbConfig):
         description="the recovery's distillation from the teacher: plain (KL at T 2), through-bias "
         "(the KL with teacher and student combined with the bias model's, as PoE; needs --bias) or none",
     )
-    max_id_drop: float = Field(1.0, ge=0, le=10, description="ID-accuracy gate: points below the reference")
-    max_robust_drop: float = Field(0.0, ge=0, le=10,
-                                   description="hard / challenge gate: points below the reference")
+    gate_rule: str = Field(
+        "interval",
+        description="interval: a gate passes when the 95% interval of the paired difference from the "
+        "reference (same examples) lies above -margin (non-inferiority); points: when the accuracy "
+        "itself is at most the margin below the reference's",
+    )
+    max_id_drop: float = Field(1.0, ge=0, le=10, description="ID and INT8 gates: the margin, points")
+    max_robust_drop: float = Field(2.0, ge=0, le=10, description="hard, challenge gates: the margin, points")
     attack_n: int | None = Field(
         None,
         ge=0,
@@ -117,11 +132,25 @@ class CompressConfig(VerbConfig):
         """A runtime; ``auto`` resolved here, so a record and a stage's key name the one used."""
         return auto_runtime()[0] if value == "auto" else known_runtime(value, "--runtime", also=("auto",))
 
+    @field_validator("length")
+    @classmethod
+    def _timed_length(cls, value: int | str) -> int | str:
+        if value != "auto" and not 2 <= int(value) <= 8192:
+            raise ValueError(f"--length {value}: give auto or a number of tokens from 2 to 8192")
+        return value
+
     @field_validator("bias")
     @classmethod
     def _no_bias(cls, value: str | None) -> str | None:
         """``--bias none``: plain distilled compression, as no ``--bias`` at all."""
         return None if value is None or value.strip().lower() == "none" else value
+
+    @field_validator("gate_rule")
+    @classmethod
+    def _known_rule(cls, value: str) -> str:
+        if value not in GATE_RULES:
+            raise ValueError(f"--gate-rule {value}: not one of {', '.join(GATE_RULES)}")
+        return value
 
     @field_validator("recovery_distill")
     @classmethod
@@ -147,6 +176,7 @@ class CompressConfig(VerbConfig):
                 raise ValueError("give --recovery-epochs or --recovery-factor, not both")
             self.recovery_factor = 1.0  # unused: --recovery-epochs sets the length alone
         if self.recovery_distill == "through-bias" and self.bias is None:
-            raise ValueError("--recovery-distill through-bias combines the KL with the bias model: "
-                             "give --bias")
+            raise ValueError(
+                "--recovery-distill through-bias combines the KL with the bias model: give --bias"
+            )
         return self

@@ -53,8 +53,16 @@ def probe(source: Source, config: CompressConfig) -> Probe:
     step_s, forward_s = _probe_costs(model, tokenizer, data.train, recipe)
     n_dev = len(data.dev[1]) if data.dev else 0
     n_eval = n_dev + sum(len(examples) for _, examples in [*data.evals, *data.challenges])
-    return Probe(step_s, forward_s, _timing_forward(model, config), len(data.train), n_dev, n_eval,
-                 recipe.training.eval_batch_size, recipe.training)
+    return Probe(
+        step_s,
+        forward_s,
+        _timing_forward(model, config, forward_s * config.batch / recipe.training.eval_batch_size),
+        len(data.train),
+        n_dev,
+        n_eval,
+        recipe.training.eval_batch_size,
+        recipe.training,
+    )
 
 
 def _probe_costs(model: Any, tokenizer: Any, train: list, recipe: Any) -> tuple[float, float]:
@@ -68,8 +76,9 @@ def _probe_costs(model: Any, tokenizer: Any, train: list, recipe: Any) -> tuple[
     dataset = EncodedDataset(train, tokenizer, recipe.model.max_length)
     collate = Collator(tokenizer)
     training = recipe.training
-    grouped = LengthGroupedBatchSampler(dataset.lengths, training.batch_size, recipe.seed,
-                                        training.group_by_length)
+    grouped = LengthGroupedBatchSampler(
+        dataset.lengths, training.batch_size, recipe.seed, training.group_by_length
+    )
     by_length = np.argsort(-np.asarray(dataset.lengths), kind="stable").tolist()
     size = training.eval_batch_size
     sorted_batches = [by_length[i : i + size] for i in range(0, len(by_length), size)]
@@ -94,13 +103,19 @@ def _probe_costs(model: Any, tokenizer: Any, train: list, recipe: Any) -> tuple[
     return _timed(step, train_batches), _timed(forward, forward_batches)
 
 
-def _timing_forward(model: Any, config: CompressConfig) -> float:
-    """Seconds of one forward pass at the timing's batch x length."""
+def _timing_forward(model: Any, config: CompressConfig, at_data_lengths: float) -> float:
+    """Seconds of one forward pass at the timing's batch x length (``--length auto``: the probe's
+    evaluation pass at the data's lengths, scaled to ``--batch``)."""
     import torch
 
+    if config.length == "auto":
+        return at_data_lengths
+
     vocab = int(model.config.vocab_size)
-    inputs = {"input_ids": torch.randint(min(1000, vocab - 1), vocab, (config.batch, config.length)),
-              "attention_mask": torch.ones(config.batch, config.length, dtype=torch.long)}
+    inputs = {
+        "input_ids": torch.randint(min(1000, vocab - 1), vocab, (config.batch, config.length)),
+        "attention_mask": torch.ones(config.batch, config.length, dtype=torch.long),
+    }
     with torch.inference_mode():
         started = time.perf_counter()
         model(**inputs)
@@ -130,11 +145,18 @@ def plan_seconds(measured: Probe, sweep: dict[str, Any], config: CompressConfig)
         "eval_s": (evaluations * batches_of(measured.n_eval) + dev_evaluations * batches_of(measured.n_dev))
         * measured.forward_s,
         "attack_s": len(attack["with"]["runs"]) * attack["with"]["n"] * ATTACK_FORWARDS * per_input_s
-        if attack else 0,
+        if attack
+        else 0,
         "bench_s": 2 * (config.rounds + 1) * measured.timing_s,
     }
-    return {**parts, "total_s": sum(parts.values()), "step_s": measured.step_s,
-            "forward_s": measured.forward_s, "train_steps": train_steps, "dev_evaluations": dev_evaluations}
+    return {
+        **parts,
+        "total_s": sum(parts.values()),
+        "step_s": measured.step_s,
+        "forward_s": measured.forward_s,
+        "train_steps": train_steps,
+        "dev_evaluations": dev_evaluations,
+    }
 
 
 def estimate_seconds(source: Source, sweep: dict[str, Any], config: CompressConfig) -> dict[str, float]:

@@ -25,7 +25,7 @@ def speed_figure(sizing: Sizing, record: CompressRecord, path: Path) -> None:
     ax.axvline(sizing.level, color="tab:red", linestyle=":", label=f"chosen {sizing.level:.0%}")
     ax.set_xlabel("heads and FFN neurons removed (0: no cut)")
     ax.set_ylabel("speed-up vs dense PyTorch FP32")
-    ax.set_title(f"batch {record.speed.batch} x {record.speed.length}, {record.speed.threads} thread(s)")
+    ax.set_title(f"{record.speed.shape()}, {record.speed.threads} thread(s)", fontsize=7)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, format="png", dpi=120)

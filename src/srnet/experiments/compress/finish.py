@@ -94,7 +94,7 @@ def describe_data(source: Source) -> dict[str, Any]:
     recipe = recipe_from_dict({**source.recipe, "name": "compress"})
     data = recipe.data
     files = [
-        str(getattr(spec, "path", None) or getattr(spec, "name", None) or "")
+        spec.path or spec.display_name
         for spec in [data.train, data.dev, *data.eval, *data.challenge]
         if spec is not None
     ]

@@ -22,8 +22,9 @@ def stage_params(kind: str, **values: Any) -> dict[str, Any]:
     return get_stage(kind).params_model.model_validate(values).model_dump(mode="json", exclude_unset=True)
 
 
-def compress_sweep(source: Source, level: float, config: CompressConfig, out: Path,
-                   attack_n: int | None = None) -> dict[str, Any]:
+def compress_sweep(
+    source: Source, level: float, config: CompressConfig, out: Path, attack_n: int | None = None
+) -> dict[str, Any]:
     """The pipeline as a sweep dict (output in ``<out>/stages``); at level 0 the student is the
     teacher given the same recovery without a cut (the dense graph ships); ``attack_n`` examples
     attacked (0: none; the run passes the preflight's resolved size, default ``--attack-n`` or
@@ -38,13 +39,22 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
     teacher = "@dense"
     if config.bias is not None:
         loss = {"name": "poe", **({"bias_predictions": bias_file} if bias_file else {})}
-        stages["teacher"] = {"kind": "train", "set": {**shared, "model.init_from": "@dense",
-                                                      "dense_reference": "@dense", "loss": loss,
-                                                      "tags.paradigm": "dense"}}
+        stages["teacher"] = {
+            "kind": "train",
+            "set": {
+                **shared,
+                "model.init_from": "@dense",
+                "dense_reference": "@dense",
+                "loss": loss,
+                "tags.paradigm": "dense",
+            },
+        }
         teacher = "@teacher"
     if config.recovery_distill != "none":  # without distillation nothing reads the predictions
-        stages["teacher_pred"] = {"kind": "predict",
-                                  "with": stage_params("predict", run=teacher, split="train")}
+        stages["teacher_pred"] = {
+            "kind": "predict",
+            "with": stage_params("predict", run=teacher, split="train"),
+        }
     student = student_keys(config, source, level, teacher, shared, bias_file)
     stages["student"] = {"kind": "train", "set": student}
     stages.update(artifact_stages(config, source, level, shared, attack_n))
@@ -54,8 +64,14 @@ def compress_sweep(source: Source, level: float, config: CompressConfig, out: Pa
     return {"name": "compress", "output_dir": str(out / "stages"), "base": base, "stages": stages, "grid": {}}
 
 
-def student_keys(config: CompressConfig, source: Source, level: float, teacher: str,
-                 shared: dict[str, Any], bias_file: str | None) -> dict[str, Any]:
+def student_keys(
+    config: CompressConfig,
+    source: Source,
+    level: float,
+    teacher: str,
+    shared: dict[str, Any],
+    bias_file: str | None,
+) -> dict[str, Any]:
     """The student's recipe keys: the cut at ``level`` (none at 0) and the recovery."""
     loss = {
         "name": "poe" if config.bias is not None else "ce",
@@ -74,31 +90,60 @@ def student_keys(config: CompressConfig, source: Source, level: float, teacher: 
         "tags.paradigm": "structured" if level else "dense",
     }
     if level:
-        keys["pruning"] = {"method": "omp", "sparsity": level, "granularity": "head+neuron",
-                           "params": {"importance": "gradient"}}
+        keys["pruning"] = {
+            "method": "omp",
+            "sparsity": level,
+            "granularity": "head+neuron",
+            "params": {"importance": "gradient"},
+        }
     return keys
 
 
-def artifact_stages(config: CompressConfig, source: Source, level: float, shared: dict[str, Any],
-                    attack_n: int) -> dict[str, Any]:
+def artifact_stages(
+    config: CompressConfig, source: Source, level: float, shared: dict[str, Any], attack_n: int
+) -> dict[str, Any]:
     """export, shipped, attack and bench: the artifact written, re-scored, attacked and timed as
     shipped under ``--runtime``."""
     runtime = get_runtime(config.runtime)
     stages: dict[str, Any] = {
-        "export": {"kind": "export", "with": stage_params("export", run="@student", shrink=bool(level),
-                                                         **runtime.export_flags)},
-        "shipped": {"kind": "evaluate", "set": {**shared, "model.name": "@export", "model.init_from": None,
-                                                "evaluation.runtime": runtime.name,
-                                                "tags.paradigm": "structured" if level else "dense"}},
+        "export": {
+            "kind": "export",
+            "with": stage_params("export", run="@student", shrink=bool(level), **runtime.export_flags),
+        },
+        "shipped": {
+            "kind": "evaluate",
+            "set": {
+                **shared,
+                "model.name": "@export",
+                "model.init_from": None,
+                "evaluation.runtime": runtime.name,
+                "tags.paradigm": "structured" if level else "dense",
+            },
+        },
     }
     split = id_split(source)
     if attack_n and split is not None:
         runs = ["@dense", *(["@teacher"] if config.bias is not None else []), "@shipped"]
-        stages["attack"] = {"kind": "attack", "with": stage_params(
-            "attack", runs=runs, attacks=["charswap"], split=split, n=attack_n, seed=0)}
-    stages["bench"] = {"kind": "bench", "with": stage_params(
-        "bench", models=[str(source.weights), "@export"], batch_sizes=[config.batch], lengths=[config.length],
-        threads=config.threads, rounds=config.rounds, runtimes=[runtime.name], **runtime.export_flags)}
+        stages["attack"] = {
+            "kind": "attack",
+            "with": stage_params("attack", runs=runs, attacks=["charswap"], split=split, n=attack_n, seed=0),
+        }
+    if config.length == "auto":  # the dev split's batches at --batch and at 1, as sizing timed them
+        shape: dict[str, Any] = {"batch_sizes": sorted({config.batch, 1}, reverse=True), "data_split": split}
+    else:
+        shape = {"batch_sizes": [config.batch], "lengths": [config.length]}
+    stages["bench"] = {
+        "kind": "bench",
+        "with": stage_params(
+            "bench",
+            models=[str(source.weights), "@export"],
+            threads=config.threads,
+            rounds=config.rounds,
+            runtimes=[runtime.name],
+            **shape,
+            **runtime.export_flags,
+        ),
+    }
     return stages
 
 

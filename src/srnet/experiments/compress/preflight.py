@@ -104,7 +104,14 @@ def check_bias_inputs(source: Source, config: CompressConfig) -> None:
 
 
 def check_length(source: Source, config: CompressConfig) -> None:
-    """The timing length fits the model's position embeddings."""
+    """``--length auto`` has a split to draw from; a fixed length fits the model's positions."""
+    if config.length == "auto":
+        if id_split(source) is None:
+            raise SrnetError(
+                "--length auto: the recipe has no dev or eval split to draw the timing batches "
+                "from; give --length N"
+            )
+        return
     try:
         model_config = json.loads((Path(source.weights) / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -55,6 +55,21 @@ class Speed(_Record):
     cpu: str | None = None
     cpu_int8: dict[str, Any] | None = None
     warnings: list[str] = []
+    speedup_batch1: float | None = None
+    """The same two models at batch 1 (timed with ``--length auto``)."""
+    inputs: dict[str, Any] | None = None
+    """What the speed-up holds for: the batch and, from the dev split, its token lengths."""
+
+    def shape(self) -> str:
+        """What was timed, in words: ``batch 32 x 128 tokens`` or the data split's lengths."""
+        lengths = (self.inputs or {}).get("lengths")
+        if not lengths:
+            return f"batch {self.batch} x {self.length} tokens"
+        return (
+            f"batch {self.batch} drawn from {self.inputs['split']} (median {lengths['median']:g} tokens, "
+            f"95th percentile {lengths['p95']:g}; padded per batch to {lengths['padded_mean']:.0f} on "
+            "average)"
+        )
 
 
 class Gate(_Record):
@@ -113,8 +128,9 @@ class CompressRecord(_Record):
             return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
         except (UnicodeDecodeError, ValueError, RecursionError, ValidationError) as exc:
             why = _why(exc)
-            raise SrnetError(f"{path}: not a compression record ({why}); delete it and resume to rescore "
-                             "the kept stages") from None
+            raise SrnetError(
+                f"{path}: not a compression record ({why}); delete it and resume to rescore the kept stages"
+            ) from None
 
 
 def _why(exc: Exception) -> str:
@@ -133,8 +149,12 @@ def model_figures(run: str | Path) -> ModelFigures:
     (split, scores), *others = metrics.id.items()
     easy_hard = scores.get("easy_hard") or {}
     figures = ModelFigures(
-        run=str(run), id_split=split, id=scores.get("accuracy"), hard=easy_hard.get("hard"),
-        easy=easy_hard.get("easy"), runtime=metrics.evaluated_by,
+        run=str(run),
+        id_split=split,
+        id=scores.get("accuracy"),
+        hard=easy_hard.get("hard"),
+        easy=easy_hard.get("easy"),
+        runtime=metrics.evaluated_by,
         collapsed=sorted(name for name, s in {**metrics.id, **metrics.ood}.items() if s.get("collapsed")),
         challenge={name: _score(s) for name, s in metrics.ood.items()},
         evaluated={name: _score(s) for name, s in others},
@@ -158,17 +178,38 @@ def _attacked_file(run: str | Path) -> str:
     return Path(graph).name if graph else "model.safetensors (PyTorch)"
 
 
-def bench_figures(bench_file: str | Path, runtime: str) -> Speed:
-    """Dense PyTorch FP32 latency and the export's under ``runtime``, and their ratio."""
+def bench_figures(bench_file: str | Path, runtime: str, batch: int | None = None) -> Speed:
+    """Dense PyTorch FP32 latency and the export's under ``runtime`` at ``batch`` (default: the
+    first timed), their ratio, and the ratio at batch 1 where that was timed."""
     bench = json.loads(Path(bench_file).read_text(encoding="utf-8"))
-    row = get_runtime(runtime)
+    label = get_runtime(runtime).bench_label
     rows = bench["rows"]
-    dense = next(r for r in rows if r["runtime"] == TORCH.bench_label)
-    export = next(r for r in rows[1:] if r["model"] != dense["model"] and r["runtime"] == row.bench_label)
-    int8_dense = next((r for r in rows if r["model"] == dense["model"] and r["runtime"] == row.bench_label),
-                      None) if row.int8 else None
+    batch = rows[0]["batch"] if batch is None else batch
+    dense, export, int8_dense = _cell(rows, batch, label, get_runtime(runtime).int8)
+    single = _cell(rows, 1, label, False)[1] if batch != 1 and any(r["batch"] == 1 for r in rows) else None
+    cells = [c for c in bench.get("inputs", []) if c.get("batch") == batch]
     env = bench["environment"]
-    return Speed(dense_ms=dense["latency_ms"], compressed_ms=export["latency_ms"], speedup=export["speedup"],
-                 dense_int8_speedup=int8_dense["speedup"] if int8_dense else None, batch=dense["batch"],
-                 length=dense["length"], threads=bench["threads"], rounds=bench["rounds"], cpu=env.get("cpu"),
-                 cpu_int8=env.get("cpu_int8"), warnings=bench.get("warnings", []))
+    return Speed(
+        dense_ms=dense["latency_ms"],
+        compressed_ms=export["latency_ms"],
+        speedup=export["speedup"],
+        dense_int8_speedup=int8_dense["speedup"] if int8_dense else None,
+        batch=dense["batch"],
+        length=round(dense["length"]),
+        threads=bench["threads"],
+        rounds=bench["rounds"],
+        cpu=env.get("cpu"),
+        cpu_int8=env.get("cpu_int8"),
+        warnings=bench.get("warnings", []),
+        speedup_batch1=single["speedup"] if single else None,
+        inputs=cells[0] if cells else None,
+    )
+
+
+def _cell(rows: list[dict[str, Any]], batch: int, label: str, int8: bool) -> tuple[Any, Any, Any]:
+    """(dense PyTorch row, the export's row under ``label``, the dense model's row under it) at ``batch``."""
+    cell = [r for r in rows if r["batch"] == batch]
+    dense = next(r for r in cell if r["runtime"] == TORCH.bench_label)
+    export = next(r for r in cell if r["model"] != dense["model"] and r["runtime"] == label)
+    int8_dense = next((r for r in cell if r["model"] == dense["model"] and r["runtime"] == label), None)
+    return dense, export, int8_dense if int8 else None

@@ -24,6 +24,8 @@ class CurvePoint(BaseModel):
     level: float = Field(ge=0, lt=1)
     speedup: float = Field(gt=0)
     latency_ms: float | None = None
+    speedup_batch1: float | None = None
+    """The same level at batch 1 (timed with ``--length auto``)."""
 
 
 class Sizing(BaseModel):
@@ -39,6 +41,8 @@ class Sizing(BaseModel):
     environment: dict[str, Any] = {}
     warnings: list[str] = []
     elapsed_s: float = 0.0
+    inputs: list[dict[str, Any]] = []
+    """What was timed: each cell's batch and, at ``--length auto``, the split and its lengths."""
     settings: dict[str, Any] | None = None
     """The sizing settings it ran with (speedup, sparsity, levels, margin, batch, length, threads);
     absent in records older than this field."""
@@ -67,14 +71,17 @@ def recorded_sizing(out: Path, config: CompressConfig) -> Sizing:
     except (ValidationError, ValueError) as exc:
         first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
         where = ".".join(map(str, first["loc"])) or "file"
-        raise SrnetError(f"{path}: not a sizing record ({where}: {first['msg']}); "
-                         "--overwrite starts over") from None
+        raise SrnetError(
+            f"{path}: not a sizing record ({where}: {first['msg']}); --overwrite starts over"
+        ) from None
     for key, value in _recorded_values(sizing).items():
         wanted = getattr(config, key)
         if value is not None and not _same(value, wanted):
             flag = f"--{key.replace('_', '-')}"
-            raise SrnetError(f"--resume: {flag} {_shown(wanted)} differs from the recorded sizing's "
-                             f"{_shown(value)} ({path}); resume with it or give --overwrite")
+            raise SrnetError(
+                f"--resume: {flag} {_shown(wanted)} differs from the recorded sizing's "
+                f"{_shown(value)} ({path}); resume with it or give --overwrite"
+            )
     return sizing
 
 
@@ -113,29 +120,65 @@ def choose_level(curve: list[CurvePoint], config: CompressConfig) -> tuple[float
         if point.speedup >= needed:
             return point.level, needed
     measured = ", ".join(f"{p.level:.0%} {p.speedup:.2f}x" for p in curve)
-    raise SrnetError(f"--speedup {config.speedup:g}: not reachable on this machine ({config.runtime}, batch "
-                     f"{config.batch} x {config.length}, {config.threads} thread(s)); measured: {measured}")
+    raise SrnetError(
+        f"--speedup {config.speedup:g}: not reachable on this machine ({config.runtime}, batch "
+        f"{config.batch} x {config.length}, {config.threads} thread(s)); measured: {measured}"
+    )
 
 
-def size_to_machine(source: Source, config: CompressConfig,
-                    progress: Callable[[str], None] = print) -> Sizing:
+def size_to_machine(
+    source: Source, config: CompressConfig, progress: Callable[[str], None] = print
+) -> Sizing:
     """Time the dense model in PyTorch FP32 against each level under ``--runtime`` (level 0: the
     dense model itself; other levels: OMP head+neuron masks shrunk, since the shape is what counts),
     and pick the smallest level over the target."""
     started = time.perf_counter()
-    progress(f"sizing: timing the dense model and {len(config.levels)} levels (batch {config.batch} x "
-             f"{config.length}, {config.threads} thread(s), {config.runtime})")
+    shape = "the dev split's lengths" if config.length == "auto" else f"{config.length} tokens"
+    progress(
+        f"sizing: timing the dense model and {len(config.levels)} levels (batch {config.batch} at {shape}, "
+        f"{config.threads} thread(s), {config.runtime})"
+    )
     result, labels = _bench_levels(source, config)
-    wanted = get_runtime(config.runtime).bench_label
-    rows = {row["model"]: row for row in result["rows"] if row["runtime"] == wanted}
-    curve = [CurvePoint(level=level, speedup=1.0, latency_ms=result["rows"][0]["latency_ms"])
-             if label is None else
-             CurvePoint(level=level, speedup=rows[label]["speedup"], latency_ms=rows[label]["latency_ms"])
-             for level, label in zip(config.levels, labels, strict=True)]
+    main, single = (_level_rows(result, labels, config, batch) for batch in (config.batch, 1))
+    curve = [
+        CurvePoint(
+            level=level,
+            speedup=main[i][0],
+            latency_ms=main[i][1],
+            speedup_batch1=single[i][0] if single else None,
+        )
+        for i, level in enumerate(config.levels)
+    ]
     level, needed = choose_level(curve, config)
-    return Sizing(curve=curve, level=level, needed=needed, runtime=config.runtime,
-                  environment=result["environment"], warnings=result["warnings"],
-                  elapsed_s=round(time.perf_counter() - started, 1), settings=sizing_settings(config))
+    return Sizing(
+        curve=curve,
+        level=level,
+        needed=needed,
+        runtime=config.runtime,
+        environment=result["environment"],
+        warnings=result["warnings"],
+        inputs=result.get("inputs", []),
+        elapsed_s=round(time.perf_counter() - started, 1),
+        settings=sizing_settings(config),
+    )
+
+
+def _level_rows(
+    result: dict[str, Any], labels: list[str | None], config: CompressConfig, batch: int
+) -> list[tuple[float, float]]:
+    """(speed-up, latency) of each level at ``batch`` (none when that batch was not timed)."""
+    wanted = get_runtime(config.runtime).bench_label
+    rows = [row for row in result["rows"] if row["batch"] == batch]
+    if not rows:
+        return []
+    dense = rows[0]  # the baseline, dense PyTorch FP32, leads each cell
+    by_label = {row["model"]: row for row in rows if row["runtime"] == wanted}
+    return [
+        (1.0, dense["latency_ms"])
+        if label is None
+        else (by_label[label]["speedup"], by_label[label]["latency_ms"])
+        for label in labels
+    ]
 
 
 def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any], list[str | None]]:
@@ -149,9 +192,16 @@ def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any
     from srnet.experiments.verbs.bench_timing import Candidate, load_candidate, omp_variants, run_bench
 
     runtime = get_runtime(config.runtime)
-    bench_config = BenchConfig(batch_sizes=[config.batch], lengths=[config.length], rounds=config.rounds,
-                               warmup=1, threads=config.threads, runtimes=[runtime.name],
-                               **runtime.export_flags)
+    length = 128 if config.length == "auto" else config.length  # auto: the inputs replace the grid
+    bench_config = BenchConfig(
+        batch_sizes=[config.batch],
+        lengths=[length],
+        rounds=config.rounds,
+        warmup=1,
+        threads=config.threads,
+        runtimes=[runtime.name],
+        **runtime.export_flags,
+    )
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(config.threads)
@@ -160,7 +210,8 @@ def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any
         variants = omp_variants(dense, cut, granularities=("head+neuron",))
         timed_uncut = runtime.needs_onnx and 0 in config.levels  # in torch, no cut is the baseline itself
         uncut = [Candidate("no cut (dense graph)", dense.model)] if timed_uncut else []
-        result = run_bench([replace(dense, onnx=False), *uncut, *variants], bench_config)
+        inputs = timing_inputs(source, config)
+        result = run_bench([replace(dense, onnx=False), *uncut, *variants], bench_config, inputs)
     finally:
         torch.set_num_threads(before)
     by_level: dict[float, str | None] = dict(zip(cut, [v.label for v in variants], strict=True))
@@ -169,8 +220,23 @@ def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any
     return result, labels
 
 
-def sizing_for(source: Source, config: CompressConfig, out: Path, resume: bool,
-               progress: Callable[[str], None]) -> Sizing:
+def timing_inputs(source: Source, config: CompressConfig) -> list[Any] | None:
+    """At ``--length auto``: batches of ``--batch`` and of 1 drawn from the dev split (the split
+    the attack reads), tokenized as the model sees them; else None (random ids at ``--length``)."""
+    from srnet.evaluation.timing_inputs import recipe_inputs
+    from srnet.experiments.compress.source import id_split
+
+    if config.length != "auto":
+        return None
+    split = id_split(source)
+    assert split is not None  # the preflight refuses --length auto without an evaluation split
+    recipe = {**source.recipe, "name": "timing"}
+    return recipe_inputs(recipe, source.weights, sorted({config.batch, 1}, reverse=True), split=split)
+
+
+def sizing_for(
+    source: Source, config: CompressConfig, out: Path, resume: bool, progress: Callable[[str], None]
+) -> Sizing:
     """The recorded sizing on ``resume`` (checked against the settings), else a fresh one."""
     if resume and (out / SIZING_FILE).is_file():
         sizing = recorded_sizing(out, config)

@@ -22,8 +22,8 @@ def compress_summary(record: CompressRecord) -> str:
     lines = [
         format_table(rows, columns, {c: ".4f" for c in columns[2:]}),
         f"speed: {speed.speedup:.2f}x dense PyTorch FP32 ({speed.dense_ms:.1f} -> "
-        f"{speed.compressed_ms:.1f} ms, "
-        f"batch {speed.batch} x {speed.length}, {speed.threads} thread(s), {speed.cpu})",
+        f"{speed.compressed_ms:.1f} ms, {speed.shape()}, {speed.threads} thread(s), {speed.cpu})"
+        + ("" if speed.speedup_batch1 is None else f"; batch 1: {speed.speedup_batch1:.2f}x"),
         *[f"timing warning: {w}" for w in speed.warnings],
         f"{cut}; {record.elapsed_s / 60:.1f} min; peak memory {record.peak_rss_mb / 1024:.2f} GiB",
         *[g.line for g in record.gates],

@@ -296,11 +296,26 @@ class ExportStage(Stage):
         out = self.output(folder, params)
         if (out / EXPORT_INFO_FILENAME).is_file():  # killed after the export was renamed into place
             return
+        if params.masks is None and not params.shrink and is_dense_run(params.run):
+            from srnet.experiments.verbs.export_masked import export_dense_run
+
+            atomic_write_json(folder / "export.json", {"run": params.run, "masks": None, "shrink": False,
+                                                       "onnx": params.onnx, "quantize": params.quantize})
+            export_dense_run(params.run, out, params, overwrite=True)
+            return
         masks = params.masks or run_masks(params.run)
         atomic_write_json(folder / "export.json", {"run": params.run, "masks": str(masks),
                                                    "shrink": params.shrink, "onnx": params.onnx,
                                                    "quantize": params.quantize})
         export_run(params.run, masks, out, params, overwrite=True)  # its settings: an ExportConfig
+
+
+def is_dense_run(run: str | Path) -> bool:
+    """Whether a finished run trained without pruning (no masks, no pruning section)."""
+    folder = RunDir(Path(run))
+    recipe = read_yaml(folder.config) if folder.config.is_file() else {}
+    method = ((recipe or {}).get("pruning") or {}).get("method", "dense")
+    return not (folder.root / "masks.safetensors").is_file() and method == "dense"
 
 
 def run_masks(run: str | Path) -> Path:
@@ -345,4 +360,5 @@ class BenchStage(Stage):
     def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
         from srnet.experiments.verbs.bench_timing import bench
 
-        bench(params.models, params, out=self.output(folder, params), overwrite=True)  # its own file
+        bench(params.models, params, out=self.output(folder, params), overwrite=True,  # its own file
+              recipe=recipe)

@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from srnet.experiments.verbs.base import Verb, register_verb
 from srnet.experiments.verbs.flags import config_values
 from srnet.export.config import quantize_checked
-from srnet.export.runtimes import bench_runtime, known_runtime, runtime_quantize
+from srnet.export.runtimes import TORCH, bench_runtime, get_runtime, known_runtime
 from srnet.settings import VerbConfig
 
 
@@ -56,8 +56,9 @@ class BenchConfig(VerbConfig):
     def _runtimes_set_up(self) -> BenchConfig:
         """Each of ``runtimes`` is a known runtime that ``onnx`` / ``quantize`` set up."""
         for runtime in self.runtimes or []:
-            quantize = runtime_quantize(known_runtime(runtime, "--runtimes"))
-            if runtime != "torch" and not (self.onnx and (quantize is None or quantize == self.quantize)):
+            row = get_runtime(known_runtime(runtime, "--runtimes"))
+            quantize = row.quantize
+            if row.needs_onnx and not (self.onnx and (quantize is None or quantize == self.quantize)):
                 flags = "--onnx" + (f" --quantize {quantize}" if quantize else "")
                 raise ValueError(f"--runtimes {runtime} needs {flags}")
         return self
@@ -79,7 +80,7 @@ class BenchConfig(VerbConfig):
     def timed(self, index: int, runtime: str) -> bool:
         """Whether the bench times candidate ``index`` under ``runtime`` (a bench row name:
         ``torch``, ``onnxruntime``, ``onnxruntime-<mode>``)."""
-        if self.runtimes is None or (index == 0 and runtime == "torch"):
+        if self.runtimes is None or (index == 0 and runtime == TORCH.bench_label):
             return True
         return runtime in {bench_runtime(r) for r in self.runtimes}
 

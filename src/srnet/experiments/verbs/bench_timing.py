@@ -183,14 +183,16 @@ def onnx_sessions(candidates: Sequence[Candidate],
 
 
 def bench(
-    models: Sequence[str], config: BenchConfig, *, out: str | Path | None = None, overwrite: bool
+    models: Sequence[str], config: BenchConfig, *, out: str | Path | None = None, overwrite: bool,
+    recipe: Any = None,
 ) -> dict[str, Any]:
     """The bench verb (``srnet bench``, :func:`srnet.api.bench`, the sweep's ``bench`` stage):
     load ``models`` (the first is the baseline), add OMP variants of the first at ``config.omp``
     sparsities, time them all under :func:`run_bench` with ``config.threads`` torch threads
     (restored afterwards: a sweep worker runs further stages) and write the result to ``out`` when
     given (checked first: an existing file is replaced only with ``overwrite``).  With
-    ``config.data_split``, the inputs are batches of that split (:func:`data_inputs`)."""
+    ``config.data_split``, the inputs are batches of that split (:func:`data_inputs`) of
+    ``config.recipe``, else of ``recipe`` (a sweep stage's own), else of the first model's run."""
     from srnet.export.onnx import require_onnx
     from srnet.io import atomic_write_json, check_new_file
 
@@ -200,7 +202,7 @@ def bench(
         check_new_file(out, overwrite, "--out")
     if config.onnx:
         require_onnx()  # before any model is loaded
-    inputs = data_inputs(models[0], config) if config.data_split is not None else None
+    inputs = data_inputs(models[0], config, recipe) if config.data_split is not None else None
     before = torch.get_num_threads()
     try:
         if config.threads:
@@ -262,14 +264,14 @@ def grid_inputs(first: Candidate, config: BenchConfig) -> list[TimingInputs]:
             for batch in config.batch_sizes for length in config.lengths]
 
 
-def data_inputs(first: str, config: BenchConfig) -> list[TimingInputs]:
-    """``config.data_split`` batches per batch size, from ``config.recipe`` (default: the recipe of
-    the run folder ``first``), tokenized by ``first``'s tokenizer."""
+def data_inputs(first: str, config: BenchConfig, stage_recipe: Any = None) -> list[TimingInputs]:
+    """``config.data_split`` batches per batch size, from ``config.recipe`` (default: a sweep
+    stage's recipe, else the recipe of the run folder ``first``), tokenized by ``first``'s tokenizer."""
     from srnet.config import load_run_recipe
     from srnet.rundir.layout import RunDir
 
     run = RunDir(Path(first))
-    recipe: Any = config.recipe
+    recipe: Any = config.recipe if config.recipe is not None else stage_recipe
     if recipe is None:
         if not run.config.is_file():
             raise SrnetError(f"--data-split {config.data_split}: {first} is no run folder with a recipe; "

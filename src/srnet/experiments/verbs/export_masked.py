@@ -65,6 +65,26 @@ def export_run(
                         baked=baked, **card)
 
 
+def export_dense_run(run: str | Path, out: str | Path, config: ExportConfig, *, overwrite: bool) -> Path:
+    """A finished dense run (no masks) written as an export: its weights as trained, the tokenizer,
+    the graphs ``config`` asks for and ``srnet_export.json`` with every file's digest (``srnet
+    compress`` ships it when no cut is needed)."""
+    from srnet.export import export_model
+    from srnet.export.checkpoint import check_export_folder
+    from srnet.export.onnx import require_onnx
+    from srnet.models.loading import load_classifier, load_tokenizer
+
+    if config.shrink:
+        raise SrnetError(f"{run}: a dense run has no pruned heads or neurons to remove (shrink)")
+    check_export_folder(out, overwrite)
+    if config.onnx:
+        require_onnx()
+    source = str(RunDir(Path(run)).model)
+    net, tokenizer = load_classifier(source), load_tokenizer(source)
+    return export_model(net, {}, tokenizer, out, metadata=None, overwrite=overwrite, config=config,
+                        **_card_context(Path(run)))
+
+
 def _card_context(folder: Path) -> dict:
     """What a finished run tells its export's model card: metrics, attack summaries, recipe."""
     run = RunDir(folder)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import types
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from srnet.errors import SrnetError
 from srnet.io import load_yaml
@@ -18,7 +18,7 @@ def add_config_flags(p: argparse.ArgumentParser, config_type: type[VerbConfig]) 
     for name, field in config_type.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         flag, (kind, item) = flag_name(name, field), _kind(field.annotation)
-        kwargs: dict[str, Any] = {"dest": name, "help": field.description}
+        kwargs: dict[str, Any] = {"dest": name, "help": (field.description or "").replace("%", "%%")}
         if kind is not bool:
             kwargs["metavar"] = extra.get("metavar", flag.removeprefix("--").upper().replace("-", "_"))
         if field.is_required():
@@ -72,15 +72,24 @@ def _key_values(flag: str, items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _kind(annotation: Any) -> tuple[type, type | None]:
-    """The flag's type of a field's annotation (``X | None`` -> X) and, for a list, its items'."""
+def _kind(annotation: Any) -> tuple[Any, type | None]:
+    """The flag's type of a field's annotation (``X | None`` -> X; ``int | Literal[word]`` -> a
+    number or that word) and, for a list, its items'."""
     if get_origin(annotation) in (Union, types.UnionType):
-        annotation = next(a for a in get_args(annotation) if a is not type(None))
+        options = [a for a in get_args(annotation) if a is not type(None)]
+        if int in options and any(get_origin(a) is Literal for a in options):
+            return _int_or_word, None
+        annotation = options[0]
     origin = get_origin(annotation)
     if origin is list:
         item = get_args(annotation)[0]
         return list, get_args(item)[0] if get_origin(item) is Annotated else item
     return (origin or annotation), None
+
+
+def _int_or_word(text: str) -> int | str:
+    """A flag that takes a number or a word (``--length 128``, ``--length auto``)."""
+    return int(text) if text.lstrip("-").isdigit() else text
 
 
 def _shown(value: Any) -> str:
