@@ -406,9 +406,9 @@ def export(
 def bench(models: Iterable[str], config: BenchConfig | None = None, *, out: str | Path | None = None,
           overwrite: bool = False, **settings: Any) -> dict[str, Any]:
     """Latency of ``models`` side by side in one process, speedups relative to the first (the
-    ``srnet bench`` verb, :func:`srnet.experiments.verbs.bench_timing.bench`), with the timing settings of
+    ``srnet bench`` verb, :func:`srnet.experiments.timing.bench`), with the timing settings of
     a :class:`BenchConfig` (or its fields as keywords); ``out``: also write the result there."""
-    from srnet.experiments.verbs.bench_timing import bench as run
+    from srnet.experiments.timing import bench as run
 
     return run(list(models), BenchConfig.resolve(config, settings), out=out, overwrite=overwrite)
 

@@ -158,14 +158,35 @@ def test_resume_after_a_lost_stage_gives_the_same_artifact(compressed, tmp_path)
 
 
 def test_a_finished_compression_is_not_replaced_without_overwrite(compressed):
-    with pytest.raises(SrnetError, match="already holds a finished compression"):
+    with pytest.raises(SrnetError, match=r"a finished compression.*resume=True.*overwrite=True"):
         api.compress(compressed.record.model, out=compressed.out, sparsity=0.5, **FAST, **QUIET)
+
+
+def test_a_finished_compression_resumes_with_new_attack_and_gate_settings_only(compressed, tmp_path):
+    """--resume of a finished compression re-attacks and re-gates with a changed --attack-n or
+    margin, retraining nothing; a setting that would change what trained is refused in one line."""
+    import shutil
+
+    out = tmp_path / "c"
+    shutil.copytree(compressed.out, out)
+    sweep = (out / "stages" / "sweep.yaml").read_text().replace(str(compressed.out), str(out))
+    (out / "stages" / "sweep.yaml").write_text(sweep)
+    trained = sorted(p.name for p in (out / "stages" / "student").iterdir())
+    common = dict(sparsity=0.5, bias=BIAS, recipe=data_recipe(), resume=True, **QUIET)
+    with pytest.raises(SrnetError, match="differs from what this compression trained") as err:
+        api.compress(compressed.record.model, out=out, **{**FAST, "recovery_factor": 3.0}, **common)
+    assert "\n" not in str(err.value)
+    again = api.compress(compressed.record.model, out=out, **{**FAST, "attack_n": 6, "max_robust_drop": 5.0},
+                         **common)
+    assert sorted(p.name for p in (out / "stages" / "student").iterdir()) == trained
+    assert again.record.config["attack_n"] == 6 and again.record.config["max_robust_drop"] == 5.0
+    assert len([p for p in (out / "stages" / "attack").iterdir() if p.is_dir()]) == 2
 
 
 def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path, monkeypatch):
     """The sizing's timings are fixed here (a tiny model at batch 2 x 16 is not reliably faster
     shrunk: overhead dominates); the real timing is the sizing test's below."""
-    from srnet.experiments.verbs import bench_timing
+    from srnet.experiments import timing as bench_timing
 
     def timed(candidates, config, inputs=None):
         batch = inputs[0].batch if inputs else config.batch_sizes[0]
@@ -211,9 +232,9 @@ def test_the_sizing_times_the_levels_under_the_runtime_and_the_dense_model_under
         finetuned, monkeypatch):
     """The sizing compares each level's graph with dense PyTorch FP32: the dense model's own graphs
     would be exported, quantized and timed for nothing."""
+    from srnet.experiments import timing as bench_timing
     from srnet.experiments.compress.sizing import size_to_machine
     from srnet.experiments.compress.source import resolve_source
-    from srnet.experiments.verbs import bench_timing
 
     rows = []
 

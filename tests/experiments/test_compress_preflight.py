@@ -285,9 +285,9 @@ def test_the_plan_attacks_the_shipped_file_and_level_zero_ships_the_uncut_model(
 def test_length_auto_times_the_dev_splits_own_batches_at_batch_and_batch_one(finetuned, monkeypatch):
     """``--length auto`` (the default) sizes on batches drawn from the dev split, padded per batch
     to their own longest text (here far below 128 tokens), at --batch and at 1, and records them."""
+    from srnet.experiments import timing as bench_timing
     from srnet.experiments.compress.sizing import size_to_machine
     from srnet.experiments.compress.source import resolve_source
-    from srnet.experiments.verbs import bench_timing
 
     seen = []
     real = bench_timing.run_bench

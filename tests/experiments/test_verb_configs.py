@@ -70,7 +70,7 @@ def test_no_flag_of_a_config_is_also_written_by_hand():
 
 
 def test_the_config_and_keywords_give_the_same_call(monkeypatch):
-    from srnet.experiments.verbs import bench_timing as bench
+    from srnet.experiments import timing as bench
 
     given = []
     monkeypatch.setattr(bench, "bench", lambda models, config, **io: given.append((config, io)))

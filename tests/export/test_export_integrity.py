@@ -16,7 +16,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from conftest import tiny_recipe
 from srnet import api
 from srnet.errors import SrnetError
-from srnet.experiments.verbs.bench_timing import load_candidate, onnx_sessions
+from srnet.experiments.timing import load_candidate, onnx_sessions
 from srnet.export import EXPORT_INFO_FILENAME, ExportConfig, export_model, load_model, verify_export
 from srnet.io import file_sha256
 

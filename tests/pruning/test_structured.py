@@ -375,7 +375,7 @@ def test_one_bench_verb_restores_the_threads_and_writes_what_it_returns(tiny_mod
 
 
 def test_bench_warns_of_a_busy_machine_and_unsteady_rounds():
-    from srnet.experiments.verbs.bench_timing import bench_warnings
+    from srnet.experiments.timing import bench_warnings
 
     steady = {"model": "dense", "batch": 1, "length": 8, "spread": 0.05}
     shaky = {"model": "shrunk", "batch": 32, "length": 128, "spread": 0.6}
@@ -389,7 +389,7 @@ def test_bench_warns_of_a_busy_machine_and_unsteady_rounds():
 
 def test_csr_model_gives_the_unstructured_model_s_logits(tiny_model_dirs):
     from srnet.api import prune_
-    from srnet.experiments.verbs.bench_timing import CsrLinear, to_csr
+    from srnet.experiments.timing import CsrLinear, to_csr
     from srnet.export import bake_masks
     from srnet.models import load_classifier
 

@@ -14,7 +14,7 @@ from transformers import AutoModelForSequenceClassification, AutoTokenizer
 from srnet import api
 from srnet.cli import main
 from srnet.evaluation.timing_inputs import recipe_inputs, sample_inputs
-from srnet.experiments.verbs import bench_timing
+from srnet.experiments import timing as bench_timing
 from srnet.experiments.verbs.bench import BenchConfig
 from srnet.tasks import get_task
 from srnet.tasks.loading import load_examples

@@ -385,7 +385,7 @@ def test_bench_out_is_checked_before_the_bench_and_never_replaced_silently(capsy
                                                                           monkeypatch):
     """`srnet bench --out F` once replaced F; `--out DIR` failed after the whole bench, naming a
     temporary file."""
-    import srnet.experiments.verbs.bench_timing as bench_verb
+    import srnet.experiments.timing as bench_verb
 
     argv = ["bench", str(tiny_model_dir), "--batch-sizes", "1", "--lengths", "8", "--rounds", "1",
             "--warmup", "0"]

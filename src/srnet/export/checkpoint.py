@@ -84,19 +84,13 @@ def export_model(
     ``bake_masks(model, masks)`` when the caller has it already (a run bakes once to evaluate
     the final model): it is saved as it is, not baked again, once it is checked to carry no
     parametrization and to hold a zero wherever ``masks`` prunes.  ``config`` (default: a plain
-    checkpoint) says what else is written: with ``shrink``, pruned heads and neurons are removed
-    (:func:`srnet.export.shrink.shrink_model`) and the folder also carries ``modeling_srnet.py`` for
-    ``trust_remote_code=True`` loading; with ``onnx``, ``model.onnx``
-    (:func:`srnet.export.onnx.export_onnx`: dynamic batch and sequence axes, checked against
-    PyTorch's logits; needs ``srnet[onnx]``), and with ``quantize="int8"`` ``model.int8.onnx``
-    beside it (compared with the FP32 graph).  ``srnet_export.json`` records the
-    SHA-256 of every file but itself and the card (:func:`shipped_digests`), which every loader
-    checks (:func:`srnet.export.onnx.verify_export`).  The model card states the
-    pruning and, when given, the run's ``metrics``, ``attacks`` summaries and ``recipe`` (YAML).
-
-    The folder is written next to ``out_dir`` and renamed into place, so a crash never leaves a
-    half-written export.  An existing non-empty ``out_dir`` is replaced only with ``overwrite``.
-    """
+    checkpoint) says what else is written: ``shrink`` removes pruned heads and neurons and adds
+    ``modeling_srnet.py`` (``trust_remote_code=True``); ``onnx`` writes ``model.onnx`` (checked
+    against PyTorch), ``quantize`` ``model.int8.onnx`` beside it.  ``srnet_export.json`` records
+    the SHA-256 of every file but itself and the card, which every loader checks
+    (:func:`srnet.export.onnx.verify_export`).  The card states the pruning and, when given, the
+    run's ``metrics``, ``attacks`` and ``recipe``.  The folder is written beside ``out_dir`` and
+    renamed into place; a non-empty ``out_dir`` is replaced only with ``overwrite``."""
     config = config if config is not None else ExportConfig()
     if not isinstance(config, ExportConfig):
         raise TypeError(f"config: expected an ExportConfig, got {type(config).__name__}")
@@ -109,27 +103,9 @@ def export_model(
         baked = bake_masks(model, weights)
     else:
         check_baked(baked, weights)
-    sparsity, per_matrix = masked_weight_sparsity(baked, weights)
-    info = {
-        "srnet_export": EXPORT_FORMAT_VERSION,
-        "masks": metadata.model_dump() if metadata is not None else None,
-        "sparsity": sparsity,
-        "per_matrix": per_matrix,
-    }
-    if recipe is not None:  # what an evaluation of this export is labelled with (never its zeros)
-        info["trained"] = {"loss": (recipe.get("loss") or {}).get("name"),
-                           "method": (recipe.get("pruning") or {}).get("method")}
+    info = _export_info(baked, weights, metadata, recipe)
     if shrink:
-        from srnet.export.shrink import KEPT_KEY, SHAPES_KEY, shrink_model
-
-        dense = sum(p.numel() for p in baked.parameters())
-        baked = shrink_model(model, masks)
-        info["shrunk"] = {
-            "parameters": sum(p.numel() for p in baked.parameters()),
-            "dense_parameters": dense,
-            "linear_shapes": getattr(baked.config, SHAPES_KEY),
-            "kept_units": getattr(baked.config, KEPT_KEY),
-        }
+        baked = _shrunk(model, masks, baked, info)
 
     def write(staging: Path) -> None:
         if shrink:
@@ -147,6 +123,38 @@ def export_model(
         (staging / CARD_FILENAME).write_text(card, encoding="utf-8")
 
     return atomic_folder(out, write)
+
+
+def _export_info(baked: nn.Module, weights: Mapping[str, torch.Tensor], metadata: MaskMetadata | None,
+                 recipe: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``srnet_export.json``'s masks, measured sparsity and (with a recipe) what trained it."""
+    sparsity, per_matrix = masked_weight_sparsity(baked, weights)
+    info: dict[str, Any] = {
+        "srnet_export": EXPORT_FORMAT_VERSION,
+        "masks": metadata.model_dump() if metadata is not None else None,
+        "sparsity": sparsity,
+        "per_matrix": per_matrix,
+    }
+    if recipe is not None:  # what an evaluation of this export is labelled with (never its zeros)
+        info["trained"] = {"loss": (recipe.get("loss") or {}).get("name"),
+                           "method": (recipe.get("pruning") or {}).get("method")}
+    return info
+
+
+def _shrunk(model: nn.Module, masks: Mapping[str, torch.Tensor], baked: nn.Module,
+            info: dict[str, Any]) -> nn.Module:
+    """``model`` with its pruned heads and neurons removed; ``info["shrunk"]`` says how much."""
+    from srnet.export.shrink import KEPT_KEY, SHAPES_KEY, shrink_model
+
+    dense = sum(p.numel() for p in baked.parameters())
+    small = shrink_model(model, masks)
+    info["shrunk"] = {
+        "parameters": sum(p.numel() for p in small.parameters()),
+        "dense_parameters": dense,
+        "linear_shapes": getattr(small.config, SHAPES_KEY),
+        "kept_units": getattr(small.config, KEPT_KEY),
+    }
+    return small
 
 
 def shipped_digests(folder: Path) -> dict[str, str]:

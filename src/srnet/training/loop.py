@@ -123,6 +123,17 @@ def optimizer_groups(method: PruningMethod, model: torch.nn.Module, lr: float,
     return groups + weight_param_groups(model, lr, weight_decay, trained - masks)
 
 
+def _tensorboard(files: TrainerFiles) -> object:
+    """A TensorBoard writer into the run's folder (``training.tensorboard``)."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise SrnetError(
+            "training.tensorboard needs the tensorboard package: pip install 'srnet[tensorboard]'"
+        ) from None
+    return SummaryWriter(str(files.tensorboard))
+
+
 class Trainer:
     """Trains ``model`` on ``train_set``; every file goes where ``files`` says: its resumable last
     checkpoint, selected checkpoint (model state + exact masks), log, intermediate exports and
@@ -186,18 +197,8 @@ class Trainer:
             self.model, self.optimizer, self.loader
         )
         self.state = TrainState()
-        self.last_dir = files.last
-        self.best_dir = files.best
-        self.log_path = files.log
-        self._tb = None
-        if cfg.tensorboard and self.accelerator.is_main_process:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError:
-                raise SrnetError(
-                    "training.tensorboard needs the tensorboard package: pip install 'srnet[tensorboard]'"
-                ) from None
-            self._tb = SummaryWriter(str(files.tensorboard))
+        self.last_dir, self.best_dir, self.log_path = files.last, files.best, files.log
+        self._tb = _tensorboard(files) if cfg.tensorboard and self.accelerator.is_main_process else None
 
     # ----------------------------------------------------------------- public API
     @property

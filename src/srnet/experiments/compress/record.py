@@ -162,8 +162,9 @@ def model_figures(run: str | Path) -> ModelFigures:
     )
     attack = Path(run) / "attack" / "charswap.json"
     if attack.is_file():
-        figures.charswap_aua = json.loads(attack.read_text(encoding="utf-8")).get("aua")
-        figures.charswap_file = _attacked_file(run)
+        summary = json.loads(attack.read_text(encoding="utf-8"))
+        figures.charswap_aua = summary.get("aua")
+        figures.charswap_file = attacked_file(summary)
     return figures
 
 
@@ -171,11 +172,14 @@ def _score(scores: dict[str, Any]) -> SplitScore:
     return SplitScore(accuracy=scores.get("primary", scores.get("accuracy")), gap=scores.get("shortcut_gap"))
 
 
-def _attacked_file(run: str | Path) -> str:
-    """What the run's attack scored: its shipped graph (recorded in metrics.json) or its model."""
-    metrics = json.loads((Path(run) / "metrics.json").read_text(encoding="utf-8"))
-    graph = ((metrics.get("runtime") or {}).get("graph") or {}).get("file")
-    return Path(graph).name if graph else "model.safetensors (PyTorch)"
+def attacked_file(summary: dict[str, Any]) -> str:
+    """The file an attack ran on, from its own summary: the shipped graph, or the PyTorch weights."""
+    graph = (summary.get("runtime") or {}).get("graph") or {}
+    if graph.get("source") == "shipped" and graph.get("file"):
+        return Path(graph["file"]).name
+    if graph:
+        return "a graph built in memory from model.safetensors"
+    return "model.safetensors (PyTorch)"
 
 
 def bench_figures(bench_file: str | Path, runtime: str, batch: int | None = None) -> Speed:

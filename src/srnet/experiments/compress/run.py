@@ -110,9 +110,11 @@ def check_folder_state(out: Path, resume: bool, overwrite: bool, dry_run: bool) 
     """``--out`` is new, empty, or a compression that the flags allow to resume or replace."""
     from srnet.rundir import locks
 
-    if (out / RESULT_FILE).is_file() and not overwrite and not dry_run:
+    if (out / RESULT_FILE).is_file() and not (overwrite or resume or dry_run):
         raise NeedsOption(
-            f"{out}: already holds a finished compression ({out / RESULT_FILE}); overwrite=True starts over",
+            f"{out}: already holds a finished compression ({out / RESULT_FILE}); resume=True scores and "
+            "gates it again (attack, bench and gate settings may change), overwrite=True starts over",
+            "resume",
             "overwrite",
         )
     if (out / SIZING_FILE).is_file() and not (resume or overwrite or dry_run):
@@ -172,14 +174,14 @@ def _run(
     from srnet.experiments.compress.plan import compress_sweep
     from srnet.experiments.compress.sizing import sizing_for
     from srnet.experiments.sweep.execute import execute
-    from srnet.experiments.sweep.plan import plan_sweep, record_sweep
+    from srnet.experiments.sweep.plan import plan_sweep
     from srnet.io import atomic_write_json
 
     sizing = sizing_for(source, config, out, resume, progress)
     sweep = compress_sweep(source, sizing.level, config, out, attack_n)
     jobs = plan_sweep(sweep, "compress")
     atomic_write_json(out / SIZING_FILE, sizing.model_dump(mode="json"))
-    record_sweep(sweep, out / "stages", resume=(out / "stages" / "sweep.yaml").is_file())
+    record_compress_sweep(sweep, out / "stages")
     result = execute(jobs, out / "stages", progress=progress)
     for job in jobs:
         if job.key in result.failed:
@@ -195,6 +197,33 @@ def _run(
         peak_rss_mb=peak_memory_mb(jobs),
     )
     return CompressResult(out, sizing.level, record=record)
+
+
+ARTIFACT_STAGES = ("export", "shipped", "attack", "bench")
+"""Stages that train nothing: a resume may change their settings (they run again, in new folders)."""
+
+
+def record_compress_sweep(sweep: dict[str, Any], stages: Path) -> None:
+    """Write ``<stages>/sweep.yaml``; on a resume, refuse a change to what trained (the base recipe,
+    the bias, teacher and student stages) in one line, and take the new artifact stages."""
+    import yaml
+
+    from srnet.experiments.sweep.plan import RECORD, first_conflict
+    from srnet.io import atomic_write_text, read_yaml
+
+    record = stages / RECORD
+    if record.is_file():
+        recorded = read_yaml(record)
+        trained = {k: v for k, v in (recorded.get("stages") or {}).items() if k not in ARTIFACT_STAGES}
+        ours = {k: v for k, v in sweep["stages"].items() if k in ARTIFACT_STAGES}
+        changed = first_conflict({**recorded, "stages": {**trained, **ours}}, sweep)
+        if changed:
+            raise SrnetError(
+                f"--resume: '{changed}' differs from what this compression trained ({record}); "
+                "resume with the recorded settings or give --overwrite"
+            )
+    stages.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(record, yaml.safe_dump(sweep, sort_keys=False))
 
 
 def _output(job) -> str:

@@ -188,8 +188,8 @@ def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any
 
     import torch
 
+    from srnet.experiments.timing import Candidate, load_candidate, omp_variants, run_bench
     from srnet.experiments.verbs.bench import BenchConfig
-    from srnet.experiments.verbs.bench_timing import Candidate, load_candidate, omp_variants, run_bench
 
     runtime = get_runtime(config.runtime)
     length = 128 if config.length == "auto" else config.length  # auto: the inputs replace the grid

@@ -139,21 +139,26 @@ def execute(
             for future in finished:
                 job, started, token = running.pop(future)
                 locks.release(job.folder, token)
-                error = future.exception()
-                if error is None:
-                    done.add(job.key)
-                    result.ran.append(job.key)
-                    _event(output_dir, "done", job)
-                    progress(line(job, "done", f" ({time.perf_counter() - started:.1f}s)"))
-                elif isinstance(error, BrokenProcessPool):
-                    _event(output_dir, "failed", job, error="worker process ended abruptly")
-                    raise SrnetError(WORKER_LOST)
-                else:
-                    message = (str(error).strip().splitlines() or [type(error).__name__])[0]
-                    result.failed[job.key] = message
-                    _event(output_dir, "failed", job, error=message)
-                    progress(line(job, "FAILED", f": {message}"))
+                progress(line(job, *_settle(future, job, started, result, done, output_dir)))
     return result
+
+
+def _settle(future: Future, job: Job, started: float, result: SweepResult, done: set[str],
+            output_dir: Path) -> tuple[str, str]:
+    """Record a finished job's outcome; (verb, tail) of its progress line (a lost worker: raised)."""
+    error = future.exception()
+    if error is None:
+        done.add(job.key)
+        result.ran.append(job.key)
+        _event(output_dir, "done", job)
+        return "done", f" ({time.perf_counter() - started:.1f}s)"
+    if isinstance(error, BrokenProcessPool):
+        _event(output_dir, "failed", job, error="worker process ended abruptly")
+        raise SrnetError(WORKER_LOST)
+    message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    result.failed[job.key] = message
+    _event(output_dir, "failed", job, error=message)
+    return "FAILED", f": {message}"
 
 
 def refuse_worker_reentry() -> None:

@@ -358,7 +358,7 @@ class BenchStage(Stage):
         return folder / "bench.json"
 
     def run(self, recipe: Recipe, params: BenchParams, folder: Path) -> None:
-        from srnet.experiments.verbs.bench_timing import bench
+        from srnet.experiments.timing import bench
 
         bench(params.models, params, out=self.output(folder, params), overwrite=True,  # its own file
               recipe=recipe)

@@ -1,7 +1,7 @@
 """The verbs: each command of ``srnet`` is one declaration module here (its words, settings, API
 function, arguments, printing and sweep stage, registered in :data:`.base.VERBS`), its heavy body
 in a module of its own that the API function reaches: attack_run (+ attack_examples),
-bench_timing, bias_fit, export_masked,
+bias_fit, export_masked,
 split_predictions, transfer_run. The declarations import no torch."""
 
 import importlib

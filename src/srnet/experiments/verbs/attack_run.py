@@ -68,18 +68,7 @@ def attack_run(
     replaced only with ``overwrite`` (checked before the model loads).
     """
     attack, n, seed, split = config.attack, config.n, config.seed, config.split
-    run = RunDir(Path(model))
-    is_run = run.model.is_dir()
-    if out is not None and not str(out).strip():  # checked first: not the working directory
-        raise SrnetError("--out '': give a folder for the results")
-    if recipe is None:
-        if not is_run:
-            raise SrnetError(f"'{model}' is not an srnet run directory; pass --recipe naming the task")
-        recipe = load_run_recipe(run.config)
-    if out is None:
-        if not is_run:
-            raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
-        out = run.root / "attack"
+    recipe, out, source = _resolve(model, recipe, out)
     attacker = build_attack(attack, config.params, **(resources or {}))
     if get_runtime(recipe.evaluation.runtime).needs_onnx:
         require_onnx()  # before any data or model loads
@@ -87,7 +76,6 @@ def attack_run(
     attacker.ready(task, data_base_dir(recipe))  # lexicons and judge checked before the victim loads
     spec = find_split(recipe, split)
     chosen, attacked = _examples_to_attack(recipe, task, spec, n, seed)
-    source = str(run.model) if is_run else model
     verify_export(source)  # an export's files, before any loads (one that lost its record: refused)
     graphs = runtime_graphs(source, recipe.evaluation.runtime)  # their SHA-256 checked before loading
     busy = f"{out}: another srnet attack '{attack}' is writing there; wait for it or give another --out"
@@ -109,27 +97,50 @@ def attack_run(
         ]
         elapsed = time.perf_counter() - started
         rejected = _rescore(victim_model, tokenizer, attacked, outcomes, recipe, task.labels, space)
-
         summary = {
-            "attack": attack,
-            "params": attacker.params.model_dump(),
+            "attack": attack, "params": attacker.params.model_dump(),
             **({"resources": built} if (built := attacker.resources()) else {}),
-            "model": source,
-            **({"runtime": runtime} if runtime is not None else {}),
-            "task": task.name,
-            "split": split_name(spec),
-            "seed": seed,
-            **attack_metrics(outcomes),
+            "model": source, **({"runtime": runtime} if runtime is not None else {}),
+            "task": task.name, "split": split_name(spec), "seed": seed, **attack_metrics(outcomes),
             "survivors": [ex.id for ex, o in zip(attacked, outcomes, strict=True) if o.result == "failed"],
-            "rescore_rejected": rejected,
-            **attacker.report(),
-            "model_evaluations": victim.evaluated,
+            "rescore_rejected": rejected, **attacker.report(), "model_evaluations": victim.evaluated,
             "time_s": round(elapsed, 1),
             "queries_per_s": round(victim.queries / elapsed, 1) if elapsed > 0 else None,
         }
         report = _write_results(Path(out), summary, attacked, outcomes, space.names, config.examples)
         report.shared = attacker.shared()
         return report
+
+
+def _resolve(model: str, recipe: Recipe | None, out: str | Path | None) -> tuple[Recipe, Path, str]:
+    """(the recipe, the results folder, the model to load): a run folder supplies its own recipe
+    and ``RUN/attack``; a run that evaluated an srnet export's shipped graph is attacked on that
+    export (its graphs, as shipped); any other run on its ``model/``."""
+    run = RunDir(Path(model))
+    is_run = run.model.is_dir()
+    if out is not None and not str(out).strip():  # checked first: not the working directory
+        raise SrnetError("--out '': give a folder for the results")
+    if recipe is None:
+        if not is_run:
+            raise SrnetError(f"'{model}' is not an srnet run directory; pass --recipe naming the task")
+        recipe = load_run_recipe(run.config)
+    if out is None:
+        if not is_run:
+            raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
+        out = run.root / "attack"
+    source = (_scored_export(run) or str(run.model)) if is_run else model
+    return recipe, Path(out), source
+
+
+def _scored_export(run: RunDir) -> str | None:
+    """The srnet export whose shipped graph scored ``run`` (its metrics.json says), if any."""
+    import json
+
+    metrics = run.root / "metrics.json"
+    if not metrics.is_file():
+        return None
+    graph = ((json.loads(metrics.read_text(encoding="utf-8")).get("runtime") or {}).get("graph") or {})
+    return str(Path(graph["file"]).parent) if graph.get("source") == "shipped" and graph.get("file") else None
 
 
 def _examples_to_attack(recipe: Recipe, task, spec, n: int | None, seed: int) -> tuple[list[int], list]:

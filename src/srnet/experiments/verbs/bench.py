@@ -1,4 +1,5 @@
-"""``srnet bench``: latency of models side by side in one process (the timing: :mod:`.bench_timing`)."""
+"""``srnet bench``: latency of models side by side in one process (the timing harness, shared with
+``srnet compress``: :mod:`srnet.experiments.timing`)."""
 
 from __future__ import annotations
 
