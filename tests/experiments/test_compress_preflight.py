@@ -383,3 +383,17 @@ def test_when_no_cut_reaches_the_target_the_uncut_model_ships_and_says_so(finetu
     assert record.hashed == info["sha256"] and "config.json" in record.hashed
     assert record.speed.speedup_batch1 is not None and record.speed.inputs["kind"] == "data"
     assert record.labels and record.datasets
+    # the frontier: every trained model at its measured speed-up, the "debias + quantize" control too
+    labels = [p.label for p in record.frontier]
+    assert labels == [
+        "original, PyTorch",
+        "dense PoE reference, PyTorch",
+        "reference in onnx-int8-per-channel, no cut",
+        "shipped, onnx-int8-per-channel",
+    ]
+    control = record.frontier[2]
+    assert (
+        control.speedup == record.speed.dense_int8_speedup
+        and control.hard == record.figures["reference_runtime"].hard
+    )
+    assert (tmp_path / "c" / "model" / "frontier.png").is_file() and "## Speed and robustness" in card

@@ -13,6 +13,8 @@ from srnet.export.runtimes import get_runtime
 
 SPEED_FIGURE = "speed_curve.png"
 """The sizing curve, beside the model its card describes."""
+FRONTIER_FIGURE = "frontier.png"
+"""Every trained model's robustness at its measured speed-up."""
 DEFINITIONS = (
     "**hard**: the ID examples a bias-only model gets wrong (the shortcut does not give them away). "
     "**Aua**: accuracy under attack, the fraction of attacked examples still right after `charswap` "
@@ -48,6 +50,8 @@ def compress_card(record: CompressRecord) -> str:
         "",
         DEFINITIONS,
     ]
+    if record.frontier:
+        lines += ["", *_frontier(record)]
     if record.sizing.get("curve"):
         lines += ["", f"![measured speed-up of each timed level on this machine]({SPEED_FIGURE})"]
     lines += ["", "## Gates", "", *[f"- {g.line}" for g in record.gates]]
@@ -176,6 +180,13 @@ def _table(rows: list[tuple[str, ModelFigures, float | None]]) -> list[str]:
         shown = [_pct(v) for v in cells] + ["" if latency is None else f"{latency:.1f}"]
         lines.append(f"| {label} | " + " | ".join(shown) + " |")
     return lines
+
+
+def _frontier(record: CompressRecord) -> list[str]:
+    """The speed-robustness frontier: a table and its figure."""
+    lines = ["## Speed and robustness", "", "| model | speed-up | ID | hard |", "|---|---|---|---|"]
+    lines += [f"| {p.label} | {p.speedup:.2f}x | {_pct(p.id)} | {_pct(p.hard)} |" for p in record.frontier]
+    return [*lines, "", f"![hard accuracy against measured speed-up]({FRONTIER_FIGURE})"]
 
 
 def _hashed(record: CompressRecord) -> list[str]:

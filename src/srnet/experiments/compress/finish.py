@@ -9,10 +9,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from srnet.experiments.compress.card import SPEED_FIGURE, compress_card
+from srnet.experiments.compress.card import FRONTIER_FIGURE, SPEED_FIGURE, compress_card
 from srnet.experiments.compress.config import GATE_FAILED_EXIT, RECIPE_NAME, CompressConfig
 from srnet.experiments.compress.gates import gates
-from srnet.experiments.compress.record import CompressRecord, Recovery, bench_figures, model_figures
+from srnet.experiments.compress.record import (
+    CompressRecord,
+    FrontierPoint,
+    ModelFigures,
+    Recovery,
+    Speed,
+    bench_figures,
+    model_figures,
+)
 from srnet.experiments.compress.sizing import Sizing
 from srnet.experiments.compress.source import Source
 
@@ -32,7 +40,7 @@ def finish(
     everything is still written."""
     figures = {
         name: model_figures(outputs[name])
-        for name in ("dense", "teacher", "student", "shipped")
+        for name in ("dense", "teacher", "student", "shipped", "reference_runtime")
         if name in outputs
     }
     reference = "teacher" if "teacher" in figures else "dense"
@@ -58,10 +66,28 @@ def finish(
         bias=config.bias,
         **describe_data(source),
         hashed=_hashed(Path(outputs["export"])),
+        frontier=frontier(figures, speed, config.runtime),
     )
     write_model(record, sizing, Path(outputs["export"]), out / "model")
     record.save(out)
     return record
+
+
+def frontier(figures: dict[str, ModelFigures], speed: Speed, runtime: str) -> list[FrontierPoint]:
+    """Each trained model at its measured speed-up over dense PyTorch FP32: the original and the
+    reference in PyTorch (1x), the reference in the runtime with no cut (the bench's dense model
+    under the runtime: the same shape), and the shipped model."""
+    rows = [
+        ("original, PyTorch", "dense", 1.0),
+        ("dense PoE reference, PyTorch", "teacher", 1.0),
+        (f"reference in {runtime}, no cut", "reference_runtime", speed.dense_int8_speedup),
+        (f"shipped, {runtime}", "shipped", speed.speedup),
+    ]
+    return [
+        FrontierPoint(label=label, speedup=x, id=figures[name].id, hard=figures[name].hard)
+        for label, name, x in rows
+        if name in figures and x is not None
+    ]
 
 
 def recovery(student_run: str) -> Recovery:
@@ -116,13 +142,15 @@ def _hashed(export: Path) -> dict[str, str]:
 
 def write_model(record: CompressRecord, sizing: Sizing, export: Path, target: Path) -> None:
     """The export copied to ``target`` with the speed figure and the card."""
-    from srnet.experiments.compress.figure import speed_figure
+    from srnet.experiments.compress.figure import frontier_figure, speed_figure
     from srnet.io import atomic_folder
 
     def write(tmp: Path) -> None:
         shutil.copytree(export, tmp, dirs_exist_ok=True)
         if sizing.curve:
             speed_figure(sizing, record, tmp / SPEED_FIGURE)
+        if record.frontier:
+            frontier_figure(record, tmp / FRONTIER_FIGURE)
         (tmp / "README.md").write_text(compress_card(record), encoding="utf-8")
 
     atomic_folder(target, write)

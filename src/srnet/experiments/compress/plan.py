@@ -58,6 +58,7 @@ def compress_sweep(
     student = student_keys(config, source, level, teacher, shared, bias_file)
     stages["student"] = {"kind": "train", "set": student}
     stages.update(artifact_stages(config, source, level, shared, attack_n))
+    stages.update(control_stage(config, source, shared))
     base = {**source.recipe, "output_dir": str(out / "stages")}
     if "bias.feature" in bias_keys:
         base["bias"] = {**(base.get("bias") or {}), "feature": bias_keys["bias.feature"]}
@@ -145,6 +146,18 @@ def artifact_stages(
         ),
     }
     return stages
+
+
+def control_stage(config: CompressConfig, source: Source, shared: dict[str, Any]) -> dict[str, Any]:
+    """Under an INT8 runtime, the reference itself in that runtime with no cut ("debias +
+    quantize"): the control every cut must beat to be worth its training (a point of the card's
+    frontier; the bench times its shape as the dense model under the runtime)."""
+    runtime = get_runtime(config.runtime)
+    if not runtime.int8:
+        return {}
+    model = {"model.init_from": "@teacher"} if config.bias is not None else dict(source.start)
+    keys = {**shared, **model, "evaluation.runtime": runtime.name, "tags.paradigm": "dense"}
+    return {"reference_runtime": {"kind": "evaluate", "set": keys}}
 
 
 def recovery_length(config: CompressConfig, training: dict[str, Any]) -> dict[str, Any]:

@@ -82,6 +82,15 @@ class Gate(_Record):
     """The paired difference from the reference with its 95% interval, where the gate has one."""
 
 
+class FrontierPoint(_Record):
+    """One model on the speed-robustness frontier: its measured speed-up and its accuracies."""
+
+    label: str
+    speedup: float
+    id: float | None = None
+    hard: float | None = None
+
+
 class Recovery(_Record):
     epochs: float | None = None
     max_steps: int | None = None
@@ -112,6 +121,8 @@ class CompressRecord(_Record):
     base_model: str | None = None
     labels: list[str] = []
     datasets: list[str] = []
+    frontier: list[FrontierPoint] = []
+    """Every trained model at its measured speed-up (no untimed or untrained point)."""
     hashed: dict[str, str] = {}
     """File -> SHA-256 of what the model folder ships (from its srnet_export.json)."""
 
