@@ -382,7 +382,9 @@ def test_when_no_cut_reaches_the_target_the_uncut_model_ships_and_says_so(finetu
     assert not info.get("shrunk") and "model.int8.onnx" in info["sha256"]
     assert record.hashed == info["sha256"] and "config.json" in record.hashed
     assert record.speed.speedup_batch1 is not None and record.speed.inputs["kind"] == "data"
-    assert record.labels and record.datasets
+    assert record.labels == ["entailment", "neutral", "contradiction"]
+    assert "synthetic_train" in record.datasets
+    assert record.base_model is None  # fine-tuned from a local tiny model: no hub id to claim
     # the frontier: every trained model at its measured speed-up, the "debias + quantize" control too
     labels = [p.label for p in record.frontier]
     assert labels == [

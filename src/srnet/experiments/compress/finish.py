@@ -124,12 +124,23 @@ def describe_data(source: Source) -> dict[str, Any]:
         for spec in [data.train, data.dev, *data.eval, *data.challenge]
         if spec is not None
     ]
-    base = source.recipe.get("model", {}).get("name") if "model.init_from" in source.start else source.model
     return {
-        "base_model": hub_id(base),
+        "base_model": hub_id(base_model(source)),
         "labels": list(get_task(recipe.task).labels),
         "datasets": dataset_ids(recipe.task, files),
     }
+
+
+def base_model(source: Source) -> str:
+    """What the user's model was fine-tuned from: a run folder's own recorded ``model.name``, else
+    the model as given."""
+    from srnet.config import load_run_recipe
+    from srnet.rundir.layout import RunDir
+
+    run = source.start.get("model.init_from")
+    if run:
+        return str(load_run_recipe(RunDir(Path(run)).config).model.name)
+    return source.model
 
 
 def _hashed(export: Path) -> dict[str, str]:
