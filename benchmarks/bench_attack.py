@@ -69,7 +69,7 @@ from srnet.console import quiet_libraries
 from srnet.errors import SrnetError
 from srnet.evaluation.attacks import Victim, build_attack
 from srnet.evaluation.attacks.victim import Pair
-from srnet.experiments.verbs.bench_timing import bench_environment, bench_warnings, load_average
+from srnet.experiments.timing import bench_environment, bench_warnings, load_average
 from srnet.models import load_classifier, load_tokenizer
 from srnet.reporting.render import format_table
 from srnet.rundir.layout import RunDir

@@ -22,5 +22,6 @@ The stages, in ``<out>/stages``: ``bias_fit`` (with a bias feature), ``dense`` (
 evaluated), ``teacher`` (dense PoE, with a bias), ``teacher_pred`` (the distillation target),
 ``student`` (the OMP-gradient head+neuron cut at the sized level, none at level 0, then the
 recovery), ``export``, ``shipped`` (the exported file scored as shipped under ``--runtime``),
-``attack`` (``charswap`` of dense, teacher and the shipped file) and ``bench``.
+``attack`` (``charswap`` of dense, teacher and the shipped file), ``bench`` and, under an INT8
+runtime, ``reference_runtime`` (the reference in that runtime with no cut: the frontier's control).
 """
