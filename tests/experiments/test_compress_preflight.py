@@ -268,6 +268,23 @@ def test_a_failed_compression_says_failed_in_its_front_matter():
     assert "**hard**" in card.text and "**Aua**" in card.text
 
 
+def test_the_card_shows_every_evaluated_split_and_the_recovery_as_recorded():
+    from srnet.experiments.compress.card import compress_card, recovery_sentence
+    from srnet.experiments.compress.record import SplitScore
+
+    record = next(r for r in map(CompressRecord.load, committed_records()) if r.recovery is not None)
+    figures = {name: f.model_copy(update={"evaluated": {"sst2_test": SplitScore(accuracy=0.812)}})
+               for name, f in record.figures.items()}
+    card = ModelCard(compress_card(record.model_copy(update={"figures": figures})))
+    header = next(line for line in card.text.splitlines() if line.startswith("| model |"))
+    assert "sst2_test" in header and "| 81.2 |" in card.text
+    names = {r.dataset_name for r in card.data.eval_results}
+    assert "sst2_test" in names
+    assert recovery_sentence(record) in card.text and record.recovery is not None
+    assert f"{record.recovery.epochs:g} epoch(s) at lr {record.recovery.lr:g}" in recovery_sentence(record)
+    assert "W6" not in card.text and "s50_omp" not in card.text
+
+
 def test_the_plan_attacks_the_shipped_file_and_level_zero_ships_the_uncut_model(finetuned, tmp_path):
     from srnet.experiments.compress.plan import compress_sweep
     from srnet.experiments.compress.source import resolve_source
