@@ -36,10 +36,10 @@ def test_the_page_block_is_the_scripts_output_on_the_committed_records(monkeypat
     assert block.group(1) == printed.getvalue().rstrip()
 
 
-def test_the_readme_states_the_decisive_pairs_as_recorded():
+def test_the_page_states_the_decisive_pairs_as_recorded():
     table = controls_table()
     runs = table.load(RESULTS)
-    readme = " ".join((REPO / "README.md").read_text().split())
+    readme = " ".join((REPO / "docs" / "studies" / "controls_cpu.md").read_text().split())
     pairs = (("u70_all", "c_dense_kd", "the 70% SRNet"), ("s50_omp", "c_poe_kd", "the structured 50% one"))
     for row, control, what in pairs:
         seeds = sorted(set(runs[row]) & set(runs[control]))
