@@ -402,6 +402,9 @@ def test_when_no_cut_reaches_the_target_the_uncut_model_ships_and_says_so(finetu
     assert record.labels == ["entailment", "neutral", "contradiction"]
     assert "synthetic_train" in record.datasets
     assert record.base_model is None  # fine-tuned from a local tiny model: no hub id to claim
+    # the attack ran on the shipped INT8 file itself, and the card labels the figure by that file
+    assert record.figures["shipped"].charswap_file == "model.int8.onnx"
+    assert "charswap Aua (model.int8.onnx)" in card
     # the frontier: every trained model at its measured speed-up, the "debias + quantize" control too
     labels = [p.label for p in record.frontier]
     assert labels == [
