@@ -662,3 +662,8 @@ def test_interval_gates_pass_a_level_model_and_fail_one_three_points_worse_on_ha
     assert [g["gate"] for g in failed if not g["passed"]] == ["hard"]
     line = next(g["line"] for g in failed if g["gate"] == "hard")
     assert line.startswith("FAIL hard: −3.00 points (95% CI ") and "n 400" in line
+    assert "cannot show it" not in line  # 3 points down is outside the 2-point margin itself
+    tight = CompressConfig(sparsity=0.5, runtime="torch", max_robust_drop=0.5)
+    narrow = checked_gates(tight, reference, level, level, 1.0)
+    undecided = next(g["line"] for g in narrow if g["gate"] == "hard")
+    assert undecided.startswith("FAIL hard: +0.00") and undecided.endswith("but 400 examples cannot show it")
