@@ -273,8 +273,10 @@ def test_the_card_shows_every_evaluated_split_and_the_recovery_as_recorded():
     from srnet.experiments.compress.record import SplitScore
 
     record = next(r for r in map(CompressRecord.load, committed_records()) if r.recovery is not None)
-    figures = {name: f.model_copy(update={"evaluated": {"sst2_test": SplitScore(accuracy=0.812)}})
-               for name, f in record.figures.items()}
+    figures = {
+        name: f.model_copy(update={"evaluated": {"sst2_test": SplitScore(accuracy=0.812)}})
+        for name, f in record.figures.items()
+    }
     card = ModelCard(compress_card(record.model_copy(update={"figures": figures})))
     header = next(line for line in card.text.splitlines() if line.startswith("| model |"))
     assert "sst2_test" in header and "| 81.2 |" in card.text
@@ -419,3 +421,38 @@ def test_when_no_cut_reaches_the_target_the_uncut_model_ships_and_says_so(finetu
         and control.hard == record.figures["reference_runtime"].hard
     )
     assert (tmp_path / "c" / "model" / "frontier.png").is_file() and "## Speed and robustness" in card
+
+
+def test_the_level_is_chosen_at_the_lengths_that_were_timed(finetuned, monkeypatch):
+    """A cut pays more on long inputs than on short ones: with a bench whose speed-ups grow with
+    the padded length, the dev split's short texts (--length auto) need a deeper cut than 128
+    random tokens for the same target, and the level is read from the rows at --batch."""
+    from srnet.experiments import timing as bench_timing
+    from srnet.experiments.compress.sizing import size_to_machine
+    from srnet.experiments.compress.source import resolve_source
+
+    def timed(candidates, config, inputs=None):
+        cells = inputs or [bench_timing.fixed_inputs(1000, config.batch_sizes[0], config.lengths[0], None)]
+        rows = []
+        for cell in cells:
+            gain = cell.length / 16  # 8 at 128 tokens, about 1.2 at the tiny dev split's padded length
+            rows += [
+                {
+                    "model": c.label,
+                    "runtime": "torch",
+                    "batch": cell.batch,
+                    "length": cell.length,
+                    "speedup": 1 + i * gain,
+                    "latency_ms": 1.0,
+                }
+                for i, c in enumerate(candidates)
+            ]
+        return {"rows": rows, "environment": {}, "warnings": [], "inputs": [c.record() for c in cells]}
+
+    monkeypatch.setattr(bench_timing, "run_bench", timed)
+    source = resolve_source(str(finetuned), None, None)
+    levels = dict(speedup=2.5, levels=[0.3, 0.5, 0.7], margin=0.0, rounds=1, batch=4, runtime="torch")
+    fixed = size_to_machine(source, CompressConfig(length=128, **levels), progress=lambda _: None)
+    auto = size_to_machine(source, CompressConfig(**levels), progress=lambda _: None)
+    assert fixed.level == 0.3 and auto.level > fixed.level
+    assert auto.inputs[0]["kind"] == "data" and fixed.inputs[0]["kind"] == "fixed"
