@@ -456,3 +456,40 @@ def test_the_level_is_chosen_at_the_lengths_that_were_timed(finetuned, monkeypat
     auto = size_to_machine(source, CompressConfig(**levels), progress=lambda _: None)
     assert fixed.level == 0.3 and auto.level > fixed.level
     assert auto.inputs[0]["kind"] == "data" and fixed.inputs[0]["kind"] == "fixed"
+
+
+def test_sizing_refines_between_the_levels_around_the_target(finetuned, monkeypatch):
+    """With 10-point levels a target between two of them takes the deeper one; the refinement
+    times the 5-point step between them and takes it when it reaches the target; --no-refine
+    keeps the grid's level."""
+    from srnet.experiments import timing as bench_timing
+    from srnet.experiments.compress.sizing import size_to_machine
+    from srnet.experiments.compress.source import resolve_source
+
+    def timed(candidates, config, inputs=None):  # speed-up = 1 + 10 x the level in each label
+        def speedup(label: str) -> float:
+            return 1 + 10 * int(label.split("%")[0].split()[-1]) / 100 if "%" in label else 1.0
+
+        rows = [
+            {
+                "model": c.label,
+                "runtime": "torch",
+                "batch": config.batch_sizes[0],
+                "length": 16,
+                "speedup": speedup(c.label),
+                "latency_ms": 1.0,
+            }
+            for c in candidates
+        ]
+        return {"rows": rows, "environment": {}, "warnings": [], "inputs": []}
+
+    monkeypatch.setattr(bench_timing, "run_bench", timed)
+    source = resolve_source(str(finetuned), None, None)
+    settings = dict(
+        speedup=5.2, levels=[0.0, 0.3, 0.5, 0.7], margin=0.0, rounds=1, batch=4, length=16, runtime="torch"
+    )
+    refined = size_to_machine(source, CompressConfig(**settings), progress=lambda _: None)
+    assert [p.level for p in refined.curve] == [0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.7]
+    assert refined.level == 0.45 and refined.settings["refine"] is True
+    grid = size_to_machine(source, CompressConfig(refine=False, **settings), progress=lambda _: None)
+    assert grid.level == 0.5 and [p.level for p in grid.curve] == [0.0, 0.3, 0.5, 0.7]

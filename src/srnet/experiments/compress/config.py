@@ -41,6 +41,7 @@ class CompressConfig(VerbConfig):
         "recovery_distill": "plain",
         "recovery_factor": 1.0,
         "gate_rule": "points",
+        "refine": False,
     }
 
     speedup: float | None = Field(
@@ -84,6 +85,11 @@ class CompressConfig(VerbConfig):
         json_schema_extra={"metavar": "LEVEL"},
         description="candidate head+neuron levels timed for --speedup (0: no cut, the dense model in "
         "the runtime)",
+    )
+    refine: bool = Field(
+        True,
+        description="after --levels, time the 5-point steps between the deepest level below the target and "
+        "the first above it, so the cut is no deeper than the target needs",
     )
     bias: str | None = Field(
         None,

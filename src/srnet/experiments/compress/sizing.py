@@ -55,7 +55,7 @@ class Sizing(BaseModel):
         return value
 
 
-SIZING_KEYS = ("speedup", "sparsity", "levels", "margin", "runtime", "batch", "length", "threads")
+SIZING_KEYS = ("speedup", "sparsity", "levels", "refine", "margin", "runtime", "batch", "length", "threads")
 """The settings a sizing depends on: a resume with another value of one is refused."""
 
 
@@ -138,6 +138,32 @@ def size_to_machine(
         f"sizing: timing the dense model and {len(config.levels)} levels (batch {config.batch} at {shape}, "
         f"{config.threads} thread(s), {config.runtime})"
     )
+    curve, result = _timed_curve(source, config)
+    level, needed = choose_level(curve, config)
+    warnings = list(result["warnings"])
+    finer = _between(curve, level) if config.refine and config.speedup is not None else []
+    if finer:
+        progress(
+            f"sizing: timing {', '.join(f'{x:.0%}' for x in finer)} (between the levels around the target)"
+        )
+        extra, more = _timed_curve(source, config.model_copy(update={"levels": finer}))
+        curve, warnings = sorted([*curve, *extra], key=lambda p: p.level), [*warnings, *more["warnings"]]
+    level, needed = choose_level(curve, config)
+    return Sizing(
+        curve=curve,
+        level=level,
+        needed=needed,
+        runtime=config.runtime,
+        environment=result["environment"],
+        warnings=warnings,
+        inputs=result.get("inputs", []),
+        elapsed_s=round(time.perf_counter() - started, 1),
+        settings=sizing_settings(config),
+    )
+
+
+def _timed_curve(source: Source, config: CompressConfig) -> tuple[list[CurvePoint], dict[str, Any]]:
+    """Each of ``config.levels`` timed (one bench), and the bench."""
     result, labels = _bench_levels(source, config)
     main, single = (_level_rows(result, labels, config, batch) for batch in (config.batch, 1))
     curve = [
@@ -149,18 +175,24 @@ def size_to_machine(
         )
         for i, level in enumerate(config.levels)
     ]
-    level, needed = choose_level(curve, config)
-    return Sizing(
-        curve=curve,
-        level=level,
-        needed=needed,
-        runtime=config.runtime,
-        environment=result["environment"],
-        warnings=result["warnings"],
-        inputs=result.get("inputs", []),
-        elapsed_s=round(time.perf_counter() - started, 1),
-        settings=sizing_settings(config),
-    )
+    return curve, result
+
+
+REFINE_STEP = 0.05
+"""The step of the levels timed between the two grid levels around the target."""
+
+
+def _between(curve: list[CurvePoint], level: float) -> list[float]:
+    """The 5-point steps above the deepest timed level below ``level`` and below ``level``."""
+    below = [p.level for p in curve if p.level < level]
+    if not below:
+        return []
+    steps = []
+    candidate = round(max(below) + REFINE_STEP, 4)
+    while candidate < level - 1e-9:
+        steps.append(candidate)
+        candidate = round(candidate + REFINE_STEP, 4)
+    return steps
 
 
 def _level_rows(
