@@ -38,8 +38,15 @@ from pathlib import Path
 from controls_table import mean_std, paste_block, verdict
 from controls_table import values as run_values
 
-MODELS = {"dense": "your dense model (CE)", "teacher": "dense PoE (the reference)",
-          "student": "compressed, as trained", "shipped": "compressed, as shipped"}
+MODELS = {
+    "dense": "your dense model (CE)",
+    "teacher": "dense PoE (the reference)",
+    "student": "compressed, as trained",
+    "shipped": "compressed, as shipped",
+}
+NO_CUT = "reference_runtime"
+MODELS_LATER = {NO_CUT: "the reference in the runtime, no cut (the pipeline's control)"}
+"""Rows of records written after the control joined the pipeline."""
 CONTROLS = {
     "teacher_onnx-int8": "dense PoE as INT8: no cut, no more training",
     "poe_kd": "dense PoE + the student's distilled epoch, no cut (PyTorch)",
@@ -107,8 +114,10 @@ def load_controls(folder: Path, names: dict[str, str] = CONTROLS) -> Controls:
     for metrics_file in sorted(folder.glob("*/metrics.json")):
         match = re.fullmatch(r"(.+)_s(\d+)", metrics_file.parent.name)
         if match is None or match.group(1) not in names:
-            raise SystemExit(f"{metrics_file.parent}: not a run of this table (<row>_s<seed>, row one of "
-                             f"{', '.join(names)})")
+            raise SystemExit(
+                f"{metrics_file.parent}: not a run of this table (<row>_s<seed>, row one of "
+                f"{', '.join(names)})"
+            )
         v = run_values(json.loads(metrics_file.read_text()))
         figures = {"ID": v["MNLI-m"], "hard": v["hard"], "easy": v["easy"], "hans": v["HANS"]}
         rows.setdefault(match.group(1), {})[int(match.group(2))] = figures
@@ -118,21 +127,24 @@ def load_controls(folder: Path, names: dict[str, str] = CONTROLS) -> Controls:
 def print_rescored(found: dict[int, tuple[dict, Path]], rescored: Controls) -> None:
     """Each re-scored row minus the reference, the FP32 student and the shipped model, paired by
     seed, with the pre-registered targets against the reference."""
-    models = {name: {seed: values(record["figures"][name]) for seed, (record, _) in found.items()}
-              for name in ("teacher", "student", "shipped")}
+    models = {
+        name: {seed: values(record["figures"][name]) for seed, (record, _) in found.items()}
+        for name in ("teacher", "student", "shipped")
+    }
     print("\n| re-scored | − | measure | per seed | mean ± std | target | met on every seed |")
     print("|---|---|---|---|---|---|---|")
     for name, by_seed in rescored.items():
         seeds = sorted(set(by_seed) & set(found))
-        for against, label in (("teacher", "reference"), ("student", "FP32 student"),
-                               ("shipped", "shipped")):
+        for against, label in (("teacher", "reference"), ("student", "FP32 student"), ("shipped", "shipped")):
             for key in JUDGED:
                 diffs = [by_seed[s][key] - models[against][s][key] for s in seeds]
                 target = TARGETS[key] if against == "teacher" else None
                 met = "" if target is None else ("yes" if all(d >= target for d in diffs) else "no")
-                print(f"| {RESCORED[name]} ({', '.join(map(str, seeds))}) | {label} | {key} | "
-                      f"{', '.join(f'{d:+.2f}' for d in diffs)} | {mean_std(diffs, 2)} | "
-                      f"{'' if target is None else f'>= {target:+.1f}'} | {met} |")
+                print(
+                    f"| {RESCORED[name]} ({', '.join(map(str, seeds))}) | {label} | {key} | "
+                    f"{', '.join(f'{d:+.2f}' for d in diffs)} | {mean_std(diffs, 2)} | "
+                    f"{'' if target is None else f'>= {target:+.1f}'} | {met} |"
+                )
 
 
 def print_controls(found: dict[int, tuple[dict, Path]], controls: Controls) -> None:
@@ -150,8 +162,24 @@ def print_controls(found: dict[int, tuple[dict, Path]], controls: Controls) -> N
         for key in JUDGED:
             diffs = [shipped[s][key] - by_seed[s][key] for s in seeds]
             judged = verdict(diffs) if len(seeds) >= 3 else "pending (fewer than 3 seeds)"
-            print(f"| {CONTROLS[name]} | {key} | {', '.join(f'{d:+.2f}' for d in diffs)} | "
-                  f"{mean_std(diffs, 2)} | {judged} |")
+            print(
+                f"| {CONTROLS[name]} | {key} | {', '.join(f'{d:+.2f}' for d in diffs)} | "
+                f"{mean_std(diffs, 2)} | {judged} |"
+            )
+
+
+def print_no_cut(rows: dict[str, list[dict]], measures: list[str]) -> None:
+    """The shipped model minus the pipeline's own no-cut control, paired by seed."""
+    print("\n| compressed (shipped) − the reference in the runtime, no cut | per seed | mean ± std |")
+    print("|---|---|---|")
+    for key in measures:
+        diffs = [
+            s[key] - c[key]
+            for s, c in zip(rows["shipped"], rows[NO_CUT], strict=True)
+            if s.get(key) is not None and c.get(key) is not None
+        ]
+        if diffs:
+            print(f"| {key} | {', '.join(f'{d:+.1f}' for d in diffs)} | {mean_std(diffs)} |")
 
 
 def print_tables(found: dict[int, tuple[dict, Path]]) -> None:
@@ -164,20 +192,30 @@ def print_tables(found: dict[int, tuple[dict, Path]]) -> None:
         r = records[seed]
         curve = ", ".join(f"{p['level']:.0%}: {p['speedup']:.2f}" for p in r["sizing"]["curve"])
         gates = "; ".join(g["line"] for g in r["gates"])
-        print(f"| {seed} | {r['level']:.0%} | {r['speed']['speedup']:.2f}x | {curve} | "
-              f"{elapsed(r, found[seed][1])} | {r['peak_rss_mb'] / 1024:.2f} GiB | {gates} |")
-    rows = {name: [values(records[s]["figures"][name]) for s in seeds] for name in MODELS}
+        print(
+            f"| {seed} | {r['level']:.0%} | {r['speed']['speedup']:.2f}x | {curve} | "
+            f"{elapsed(r, found[seed][1])} | {r['peak_rss_mb'] / 1024:.2f} GiB | {gates} |"
+        )
+    models = {
+        **MODELS,
+        **({NO_CUT: MODELS_LATER[NO_CUT]} if all(NO_CUT in records[s]["figures"] for s in seeds) else {}),
+    }
+    rows = {name: [values(records[s]["figures"][name]) for s in seeds] for name in models}
     measures = list(dict.fromkeys(k for per_seed in rows.values() for v in per_seed for k in v))
     print(f"\n| model | n | {' | '.join(measures)} |\n|---|---|" + "---|" * len(measures))
-    for name, label in MODELS.items():
-        cells = [mean_std([v[k] for v in rows[name] if v.get(k) is not None] or [float("nan")])
-                 for k in measures]
+    for name, label in models.items():
+        cells = [
+            mean_std([v[k] for v in rows[name] if v.get(k) is not None] or [float("nan")]) for k in measures
+        ]
         print(f"| {label} | {len(rows[name])} | " + " | ".join(cells) + " |")
     print("\n| compressed (shipped) − reference | per seed | mean ± std | target | met on every seed |")
     print("|---|---|---|---|---|")
     for key in measures:
-        diffs = [s[key] - t[key] for s, t in zip(rows["shipped"], rows["teacher"], strict=True)
-                 if s.get(key) is not None and t.get(key) is not None]
+        diffs = [
+            s[key] - t[key]
+            for s, t in zip(rows["shipped"], rows["teacher"], strict=True)
+            if s.get(key) is not None and t.get(key) is not None
+        ]
         if not diffs:
             continue
         target = TARGETS.get(key)
@@ -187,11 +225,17 @@ def print_tables(found: dict[int, tuple[dict, Path]]) -> None:
     speedups = [records[s]["speed"]["speedup"] for s in seeds]
     target = records[seeds[0]]["config"]["speedup"] if seeds else None
     met = "yes" if target and all(x >= target for x in speedups) else "no"
-    print(f"| speed-up | {', '.join(f'{x:.2f}x' for x in speedups)} | {mean_std(speedups, 2)}x | "
-          f">= {target}x | {met} |")
+    print(
+        f"| speed-up | {', '.join(f'{x:.2f}x' for x in speedups)} | {mean_std(speedups, 2)}x | "
+        f">= {target}x | {met} |"
+    )
+    if NO_CUT in rows:
+        print_no_cut(rows, measures)
     passed = sum(records[s]["passed"] for s in seeds)
-    print(f"\n{passed} of {len(seeds)} seed(s) passed every gate" + (" (fewer than 3 seeds: not judged)"
-                                                                   if len(seeds) < 3 else ""))
+    print(
+        f"\n{passed} of {len(seeds)} seed(s) passed every gate"
+        + (" (fewer than 3 seeds: not judged)" if len(seeds) < 3 else "")
+    )
 
 
 def main() -> None:
@@ -200,8 +244,13 @@ def main() -> None:
     parser.add_argument("--page", type=Path, help="a page whose compress_table block gets the output")
     parser.add_argument("--stage", default="fast", help="the sweep's compress stage (default: fast)")
     parser.add_argument("--controls", type=Path, help="control runs, <row>_s<seed>/metrics.json")
-    parser.add_argument("--rescored", type=Path, nargs="+", default=[],
-                        help="folders of re-scored runs, <row>_s<seed>/metrics.json (rows: pc, emb)")
+    parser.add_argument(
+        "--rescored",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="folders of re-scored runs, <row>_s<seed>/metrics.json (rows: pc, emb)",
+    )
     args = parser.parse_args()
     records = load(args.folder, args.stage)
     if not records:
@@ -212,8 +261,11 @@ def main() -> None:
         if args.controls:
             print_controls(records, load_controls(args.controls))
         if args.rescored:
-            rescored = {name: rows for folder in args.rescored
-                        for name, rows in load_controls(folder, RESCORED).items()}
+            rescored = {
+                name: rows
+                for folder in args.rescored
+                for name, rows in load_controls(folder, RESCORED).items()
+            }
             print_rescored(records, {name: rescored[name] for name in RESCORED if name in rescored})
     print(printed.getvalue(), end="")
     if args.page:
