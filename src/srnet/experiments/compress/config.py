@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from srnet.export.runtimes import RUNTIMES, auto_runtime, known_runtime
 from srnet.settings import VerbConfig
@@ -151,18 +151,14 @@ class CompressConfig(VerbConfig):
         """``--bias none``: plain distilled compression, as no ``--bias`` at all."""
         return None if value is None or value.strip().lower() == "none" else value
 
-    @field_validator("gate_rule")
+    @field_validator("gate_rule", "recovery_distill")
     @classmethod
-    def _known_rule(cls, value: str) -> str:
-        if value not in GATE_RULES:
-            raise ValueError(f"--gate-rule {value}: not one of {', '.join(GATE_RULES)}")
-        return value
-
-    @field_validator("recovery_distill")
-    @classmethod
-    def _known_distillation(cls, value: str) -> str:
-        if value not in DISTILLATION:
-            raise ValueError(f"--recovery-distill {value}: not one of {', '.join(DISTILLATION)}")
+    def _one_of(cls, value: str, info: ValidationInfo) -> str:
+        """A named choice (the gate rule, the recovery's distillation); else one line naming the flag."""
+        choices = {"gate_rule": GATE_RULES, "recovery_distill": tuple(DISTILLATION)}[info.field_name]
+        if value not in choices:
+            flag = f"--{info.field_name.replace('_', '-')}"
+            raise ValueError(f"{flag} {value}: not one of {', '.join(choices)}")
         return value
 
     @field_validator("levels")
