@@ -221,7 +221,7 @@ def test_sizing_picks_the_smallest_level_over_the_target(finetuned, tmp_path):
     from srnet.experiments.compress.source import resolve_source
 
     config = CompressConfig(speedup=1.01, levels=[0.25, 0.5, 0.75], rounds=3, batch=4, length=32, margin=0.0,
-                            runtime="torch")
+                            runtime="torch", refine=False)
     sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
     assert [p.level for p in sizing.curve] == [0.25, 0.5, 0.75]
     first = next(p.level for p in sizing.curve if p.speedup >= sizing.needed)
