@@ -92,6 +92,7 @@ def test_kd_through_the_bias_spares_what_the_bias_explains():
     ("l0", "head+neuron", "poe", 1.0),          # structured L0 with a debiasing task loss
     ("omp", "head+neuron", "poe", "through"),   # structured OMP + recovery, KL through the bias
     ("omp", "head+neuron", "ce", 0.0),          # structured OMP + recovery: weights train, KL only
+    ("omp", "head+neuron", "poe", 1.0),         # weights train: hidden states of a frozen copy
     ("imp", "unstructured", "ce", 0.0),         # unstructured
 ])
 def test_kd_runs_with_structured_and_unstructured_methods(tmp_path, tiny_model_dir, teacher, method,
@@ -114,6 +115,36 @@ def test_kd_runs_with_structured_and_unstructured_methods(tmp_path, tiny_model_d
     assert result.metrics.sparsity.overall == pytest.approx(0.5, abs=0.01)
 
 
+def test_where_weights_train_the_hidden_targets_are_the_starting_model_with_masks_lifted(tiny_model_dir):
+    """A weight-training method: the targets come from a frozen copy taken at setup, so training
+    the weights (or masking them) leaves the targets at the starting model's dense states; a
+    frozen-weight method reads its own unmasked weights and copies nothing."""
+    from transformers import AutoModelForSequenceClassification
+
+    from srnet.sparsity.masks import FixedMask, attach
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
+    inputs = {"input_ids": torch.tensor([[2, 5, 7, 9]]), "attention_mask": torch.ones(1, 4, dtype=torch.long)}
+    model.eval()
+    with torch.no_grad():
+        start = model.base_model(**inputs, output_hidden_states=True).hidden_states
+    dense = model.base_model.encoder.layer[0].intermediate.dense
+    attach(dense, FixedMask(torch.zeros_like(dense.weight), dense.weight))
+    objective = build_objective("kd", {"hidden_weight": 1.0})
+    objective.setup(model, None)
+    assert objective.frozen_teacher is not None
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5)
+    targets = objective._teacher_states(model, inputs)
+    assert not dense.weight.any()  # the copy lifted its own masks, not the model's
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(start, targets, strict=True))
+    model.requires_grad_(False)
+    frozen = build_objective("kd", {"hidden_weight": 1.0})
+    frozen.setup(model, None)
+    assert frozen.frozen_teacher is None
+
+
 def test_kd_changes_what_is_learned(tmp_path, tiny_model_dir, teacher):
     """The same OMP recovery with and without the KL term ends with other weights."""
     from transformers import AutoModelForSequenceClassification
@@ -132,8 +163,6 @@ def test_kd_changes_what_is_learned(tmp_path, tiny_model_dir, teacher):
     ({"loss": {"teacher": None}}, "objective 'kd' needs loss.teacher"),
     ({"loss": {"teacher": "/no/such/run"}}, "/no/such/run"),
     ({"objective": {"name": "kd", "params": {"hidden_weight": 1, "layers": [9]}}}, "out of range"),
-    ({"objective": {"name": "kd", "params": {"hidden_weight": 1}}, "pruning": {"method": "omp"}},
-     "hidden_weight needs frozen weights"),
     ({"objective": {"name": "kd", "params": {"through_bias": True}}}, "objective 'kd' needs"),
 ])
 def test_kd_bad_input_is_one_line(tmp_path, tiny_model_dir, teacher, change, message):

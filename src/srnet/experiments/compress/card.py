@@ -85,6 +85,7 @@ def recovery_sentence(record: CompressRecord) -> str:
         "plain": "plus distillation from the teacher (KL at T 2)",
         "through-bias": "plus distillation from the teacher, both combined with the bias model",
         "none": "without distillation",
+        "layers": "plus distillation from the teacher (KL at T 2 and every layer's hidden states)",
     }[recovery.distill]
     return f"Recovery: {length} at lr {recovery.lr:g}, {loss}, {distill}."
 

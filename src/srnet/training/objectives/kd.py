@@ -9,10 +9,12 @@
   ``softmax(log p / T)``, the same as ``softmax(logits / T)``.
 * **Hidden states:** layer i of the student is matched to layer i of the teacher (a fixed mapping:
   head/neuron pruning keeps every layer, an emptied one passes its input through), with the
-  distance of TAMT's ``distill``; the teacher is the run's own model with its masks lifted
-  (:func:`~srnet.training.objectives.pretraining.teacher_hidden_states`), which is the dense
-  starting model only while the weights stay frozen (``mask_train``, ``l0``): a method that trains
-  the weights is refused for this term.
+  distance of TAMT's ``distill``. The teacher is the run's own starting model with its masks
+  lifted: while the weights stay frozen (``mask_train``, ``l0``) that is the model itself
+  (:func:`~srnet.training.objectives.pretraining.teacher_hidden_states`, nothing copied); when
+  they train (``omp``, ``magnitude``, …; e.g. ``srnet compress``'s recovery, which starts from the
+  dense PoE teacher) a frozen copy of the starting weights is taken when the objective is set up,
+  before any step or resumed checkpoint, and costs one dense forward pass per step.
 
 A debiasing loss as the task loss (``poe``, ``rmc``) is allowed: the student then follows the
 teacher it is given, so a debiased student should distil from a debiased teacher (the dense PoE
@@ -28,15 +30,16 @@ run's predictions), not from the biased CE model.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Literal
 
+import torch
 import torch.nn.functional as F
 from accelerate.utils import extract_model_from_parallel
 from pydantic import BaseModel, ConfigDict, Field
-from torch import nn
+from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
-from srnet.errors import SrnetError
 from srnet.loss_inputs import BIAS, TEACHER, batch_inputs
 from srnet.training.data import model_inputs
 from srnet.training.objectives.base import Objective, register_objective, with_penalty
@@ -58,7 +61,8 @@ class KDParams(BaseModel):
         "before the KL (PoE applied to distillation; needs the bias input)"
     )
     hidden_weight: float = Field(
-        0.0, ge=0.0, description="weight of the hidden-state term (frozen-weight methods: mask_train, l0)"
+        0.0, ge=0.0, description="weight of the hidden-state term (the teacher: the run's starting "
+        "model with its masks lifted; a frozen copy of it where the weights train)"
     )
     layers: list[int] | None = Field(None, description="hidden-state term: layers 1..L matched (null: all)")
     distance: Literal["mse", "cosine"] = Field("mse", description="hidden-state term: per-token distance")
@@ -80,13 +84,7 @@ class KnowledgeDistillation(Objective):
         if self.params.hidden_weight == 0:
             return
         self.layers = check_layers(self.params.layers, model)
-        trained = [name for name, m in model.named_modules() if parametrize.is_parametrized(m, "weight")
-                   and m.parametrizations.weight.original.requires_grad]
-        if trained:
-            raise SrnetError(
-                f"objective kd: hidden_weight needs frozen weights (pruning method mask_train or l0), "
-                f"but '{trained[0]}' trains: its unmasked weights would drift from the dense teacher"
-            )
+        self.frozen_teacher = frozen_copy(model) if weights_train(model) else None
 
     def step(self, model, batch, loss, *, progress, penalty, backward) -> dict[str, float]:
         p = self.params
@@ -108,7 +106,7 @@ class KnowledgeDistillation(Objective):
             total = total + p.pred_weight * kl
             logs["kd_pred"] = kl.item()
         if hidden:
-            targets = teacher_hidden_states(extract_model_from_parallel(model), inputs)
+            targets = self._teacher_states(extract_model_from_parallel(model), inputs)
             distance = hidden_distance(out.hidden_states, targets, inputs["attention_mask"], self.layers,
                                        p.distance)
             total = total + p.hidden_weight * distance
@@ -116,3 +114,38 @@ class KnowledgeDistillation(Objective):
         value = with_penalty(total, penalty)
         backward(value)
         return {"loss": value.item(), **logs}
+
+    @torch.no_grad()
+    def _teacher_states(self, model: nn.Module, inputs: dict[str, Tensor]) -> tuple[Tensor, ...]:
+        if self.frozen_teacher is None:
+            return teacher_hidden_states(model, inputs)
+        device = inputs["input_ids"].device
+        if next(self.frozen_teacher.parameters()).device != device:
+            self.frozen_teacher.to(device)
+        return self.frozen_teacher(**inputs, output_hidden_states=True).hidden_states
+
+
+def weights_train(model: nn.Module) -> bool:
+    """Whether any weight of ``model`` is trained (masked or not), so its unmasked weights drift
+    from the starting model's."""
+    return any(p.requires_grad for name, p in model.base_model.named_parameters()
+               if name.endswith("weight") or name.endswith(".original"))
+
+
+def frozen_copy(model: nn.Module) -> nn.Module:
+    """The encoder of ``model`` as it starts, masks lifted, frozen and in eval mode.
+
+    A deep copy shares each parametrized module's generated class with the original, so the masks
+    are lifted per instance (``parametrize.remove_parametrizations`` would delete the class's
+    property and unmask the original too)."""
+    copy = deepcopy(model.base_model)
+    for module in list(copy.modules()):
+        if not parametrize.is_parametrized(module):
+            continue
+        originals = {name: plist.original for name, plist in module.parametrizations.items()}
+        module.__class__ = module.__class__.__bases__[0]
+        delattr(module, "parametrizations")
+        for name, original in originals.items():
+            module.register_parameter(name, nn.Parameter(original.detach()))
+    copy.eval().requires_grad_(False)
+    return copy
