@@ -30,7 +30,8 @@ RECIPE_KEYS_ADDED_LATER: dict[str, Any] = {"evaluation.runtime": "torch", "loss.
 SPLIT_KEYS_ADDED_LATER: dict[str, Any] = {"ids_file": None}
 """DataSpec keys (every split of a recipe)."""
 
-PARAMS_ADDED_LATER: dict[str, Any] = {"mask_reach": None, "importance_batches": 32}
+PARAMS_ADDED_LATER: dict[str, Any] = {"mask_reach": None, "importance_batches": 32, "gradual": 0.0,
+                                       "gradual_steps": 4}
 """Pruning-method parameters (a ``pruning.params`` section)."""
 
 

@@ -411,6 +411,24 @@ def test_recovery_distill_sets_the_students_objective_and_nothing_else(finetuned
     assert distillation(ObjectiveConfig(**objective)) == distill  # what the record reads back
 
 
+def test_gradual_cut_deepens_the_students_cut_and_changes_nothing_else(finetuned, tmp_path):
+    from srnet.config import recipe_from_dict
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
+
+    source = resolve_source(str(finetuned), data_recipe(), None)
+    default = compress_sweep(source, 0.5, CompressConfig(sparsity=0.5, bias=BIAS), tmp_path / "a")
+    gradual = compress_sweep(source, 0.5, CompressConfig(sparsity=0.5, bias=BIAS, gradual_cut=0.5),
+                             tmp_path / "b")
+    pruning = gradual["stages"]["student"]["set"]["pruning"]
+    assert pruning["params"] == {"importance": "gradient", "gradual": 0.5}
+    assert "gradual" not in default["stages"]["student"]["set"]["pruning"]["params"]
+    assert {k: v for k, v in gradual["stages"].items() if k != "student"} == {
+        k: v for k, v in default["stages"].items() if k != "student"}
+    recipe = recipe_from_dict({**source.recipe, "name": "s", "pruning": pruning})
+    assert recipe.pruning.params.gradual == 0.5 and recipe.pruning.params.gradual_steps == 4
+
+
 FIGURES = {"id_split": "dev", "id": 0.80, "hard": 0.60, "collapsed": [],
            "challenge": {"hans": {"accuracy": 0.55}}}
 
@@ -558,7 +576,8 @@ def test_api_compress_shows_its_settings():
 def test_a_fused_family_compresses_end_to_end(tmp_path):
     """Issue 50 §7 with the family table: a tiny ModernBERT (fused Wqkv, GLU Wi) fine-tuned, then
     compressed through the CLI to 50% of its heads and neurons: the shrunk export reloads with
-    ``trust_remote_code=True`` at half the encoder's parameters, and its card carries the figures."""
+    ``trust_remote_code=True`` at half the encoder's parameters, and its card carries the figures.
+    (Cut gradually and distilled layer by layer: the record and the card say so.)"""
     from transformers import AutoModelForSequenceClassification
 
     from conftest import BERT_IDS
@@ -573,10 +592,15 @@ def test_a_fused_family_compresses_end_to_end(tmp_path):
                                                                   "mixed_precision": "no"}}))
     out = tmp_path / "c"
     code = main(["compress", str(finetuned), "--recipe", str(data), "--out", str(out), "--sparsity", "0.5",
-                 "--attack-n", "4", "--rounds", "1", "--batch", "2", "--length", "16"])
+                 "--attack-n", "4", "--rounds", "1", "--batch", "2", "--length", "16",
+                 "--gradual-cut", "0.5", "--recovery-distill", "layers"])
     assert code in (0, GATE_FAILED_EXIT)
     record = json.loads((out / "compress.json").read_text())
     assert record["figures"]["student"]["sparsity"] == pytest.approx(0.5, abs=0.02)
+    assert (record["recovery"]["gradual"], record["recovery"]["distill"]) == (0.5, "layers")
+    (log,) = (out / "stages" / "student").glob("*/log.jsonl")
+    assert "kd_hidden" in log.read_text()
+    assert "The cut deepened in 4 steps over its first 50%." in (out / "model" / "README.md").read_text()
     small = AutoModelForSequenceClassification.from_pretrained(out / "model", trust_remote_code=True)
     dense = AutoModelForSequenceClassification.from_pretrained(finetuned / "model")
     count = lambda m: sum(p.numel() for layer in m.model.layers for p in layer.parameters())  # noqa: E731

@@ -269,3 +269,50 @@ def test_a_run_scores_heads_on_its_training_batches_and_shrinks_exactly(tmp_path
     probe = batches(1, seed=9)[0]
     baked = load_model_plain(first.run_dir / "model")
     torch.testing.assert_close(logits(load_model(out), probe), logits(baked, probe), rtol=0, atol=1e-5)
+
+
+def test_a_gradual_cut_deepens_in_steps_rescoring_the_model_as_it_is_and_resumes_at_its_level():
+    """``gradual``: the first cut at calibration, the rest after the scheduled optimizer steps, each
+    scored on the masked model (a cut group scores 0 and stays cut); the level resumes from state."""
+    model = bert()
+    params = {"importance": "gradient", "importance_batches": 2, "gradual": 0.5, "gradual_steps": 4}
+    method = build_method(PruningConfig(method="omp", granularity="head+neuron", sparsity=0.5, params=params))
+    method.prepare(model, 16)
+    method.calibrate(model, calibration(batches(3)))
+    assert method.cut_steps() == [2, 4, 6]
+    assert [method.current_sparsity(s) for s in (0, 1, 2, 5, 6, 16)] == [0.125, 0.125, 0.25, 0.375, 0.5, 0.5]
+    neurons = "bert.encoder.layer.0.neurons"
+    kept = [method.masks()[neurons]]
+    for step in range(1, 17):
+        before = {k: m.clone() for k, m in method.masks().items()}
+        method.on_step(step)
+        after = method.masks()
+        assert all(bool((after[k] <= before[k]).all()) for k in after)  # cut groups stay cut
+        if step in method.cut_steps():
+            cut_before = ~before[neurons]
+            assert not method.importances[1][cut_before].any()  # scored on the masked model
+        kept.append(after[neurons])
+    assert [int((~k).sum()) for k in kept[::2]] == [8, 16, 24, 32, 32, 32, 32, 32, 32]
+    assert {k: int((~m).sum()) for k, m in method.masks().items()} == {
+        "bert.encoder.layer.0.heads": 1, "bert.encoder.layer.0.neurons": 32,
+        "bert.encoder.layer.1.heads": 1, "bert.encoder.layer.1.neurons": 32}
+    resumed = build_method(PruningConfig(method="omp", granularity="head+neuron", sparsity=0.5,
+                                         params=params))
+    resumed.load_state_dict(method.state_dict())
+    assert resumed.level == 0.5 and resumed.step == 16
+    with pytest.raises(ValueError, match="needs importance 'gradient'"):
+        PruningConfig(method="omp", granularity="head", params={"gradual": 0.5})
+
+
+def test_a_gradual_omp_run_trains_through_its_cuts_and_ends_at_the_target(tmp_path, tiny_model_dir):
+    from conftest import tiny_recipe
+
+    pruning = {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5,
+               "params": {"importance": "gradient", "importance_batches": 2, "gradual": 0.5,
+                          "gradual_steps": 3}}
+    result = api.run(tiny_recipe(tmp_path, tiny_model_dir, "gradual", pruning=pruning,
+                                 training={"eval_every": 1}))
+    targets = [e["sparsity"] for e in map(json.loads, (result.run_dir / "log.jsonl").open())
+               if e["event"] == "eval"]  # 1/6 cut before step 1, 1/3 after it, 1/2 after step 2
+    assert targets == pytest.approx([1 / 3, 0.5, 0.5, 0.5, 0.5, 0.5])
+    assert result.metrics.sparsity.overall == pytest.approx(0.5, abs=0.01)

@@ -1,9 +1,15 @@
-"""One-shot pruning (OMP) of the current weights: by magnitude, or heads/neurons by gradient importance."""
+"""One-shot pruning (OMP) of the current weights: by magnitude, or heads/neurons by gradient importance.
+
+With gradient importance the cut may also deepen during training (``gradual``): ``gradual_steps``
+equal steps over the first ``gradual`` fraction of training, each re-scoring the heads and neurons
+still on the model being trained (the ones cut stay cut), as Michel et al. prune iteratively.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from itertools import islice
+from typing import Any, Literal
 
 from pydantic import Field
 from torch import Tensor, nn
@@ -64,6 +70,13 @@ class OmpParams(OneShotParams):
         description="importance 'gradient': divide each layer's head (neuron) importances by their "
         "root mean square (Michel et al.'s per-layer L2 norm, scaled so heads and neurons compare).",
     )
+    gradual: float = Field(
+        0.0, ge=0.0, le=0.9,
+        description="importance 'gradient': the fraction of training over which the cut deepens in "
+        "gradual_steps equal steps, each re-scoring the groups left on the trained model (cut ones "
+        "stay cut); 0: the whole cut before the first step.",
+    )
+    gradual_steps: int = Field(4, ge=2, le=100, description="gradual > 0: the number of cuts.")
 
 
 @register_method("omp")
@@ -78,7 +91,9 @@ class OneShotMagnitude(OneShotMethod):
     params_model = OmpParams
     params: OmpParams
     importances: list[Tensor] | None = None
-    """The gradient importances that :meth:`calibrate` ranked (normalised when configured)."""
+    """The gradient importances of the last cut (normalised when configured)."""
+    level: float = 0.0
+    """The sparsity cut so far (gradient importance)."""
 
     @classmethod
     def check_config(cls, cfg: PruningConfig) -> None:
@@ -87,6 +102,9 @@ class OneShotMagnitude(OneShotMethod):
                 "importance 'gradient' scores heads and neurons: it needs granularity head, neuron "
                 "or head+neuron, not 'unstructured'"
             )
+        if cfg.params.gradual and cfg.params.importance != "gradient":
+            raise ValueError("omp gradual re-scores heads and neurons on the trained model: it needs "
+                             "importance 'gradient'")
 
     @property
     def calibrates(self) -> bool:
@@ -96,13 +114,49 @@ class OneShotMagnitude(OneShotMethod):
         return self.ranked(magnitudes(self.targets))
 
     def calibrate_masks(self, model: nn.Module, data: Calibration) -> None:
+        batches = list(islice(data.batches, self.params.importance_batches))
+        self._scoring = (model, Calibration(batches, data.backward))
+        self.level = 0.0
+        self._cut(self.current_sparsity(0))
+
+    def _cut(self, level: float) -> None:
+        """Score the groups on the model as it is and cut to ``level``, the cut ones staying cut."""
+        model, data = self._scoring
         scores = gradient_importance(model, self.targets, data, self.params.importance_batches, self.seed)
         if self.params.importance_normalize:
             scores = normalize_per_layer(scores)
         self.importances = scores
-        for mask, keep in zip(self._masks, self.ranked(scores), strict=True):
+        if self.level:
+            scores = [s.masked_fill(m.mask == 0, -1.0) for s, m in zip(scores, self._masks, strict=True)]
+        for mask, keep in zip(self._masks, self.ranked(scores, level), strict=True):
             mask.set_mask(keep)
+        self.level = level
 
-    def ranked(self, scores: list[Tensor]) -> list[Tensor]:
-        """Keep masks of the highest ``scores`` at the target sparsity, per ``cfg.scope``."""
-        return [keep for keep, _ in rank(scores, self.cfg.sparsity, self.cfg.scope)]
+    def cut_steps(self) -> list[int]:
+        """The optimizer steps after which the cut deepens (``gradual``; none for a one-shot cut)."""
+        span, cuts = self.params.gradual * self.total_steps, self.params.gradual_steps
+        return [max(1, round(k * span / cuts)) for k in range(1, cuts)]
+
+    def current_sparsity(self, step: int) -> float:
+        if not self.params.gradual:
+            return self.cfg.sparsity
+        done = 1 + sum(step >= at for at in self.cut_steps())
+        return self.cfg.sparsity * done / self.params.gradual_steps
+
+    def on_step(self, step: int) -> bool:
+        super().on_step(step)
+        if self.params.gradual and self.current_sparsity(step) > self.level:
+            self._cut(self.current_sparsity(step))
+        return False
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "level": self.level}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.level = float(state.get("level", self.cfg.sparsity))  # checkpoints before gradual: cut
+
+    def ranked(self, scores: list[Tensor], level: float | None = None) -> list[Tensor]:
+        """Keep masks of the highest ``scores`` at ``level`` (the target sparsity), per ``cfg.scope``."""
+        target = self.cfg.sparsity if level is None else level
+        return [keep for keep, _ in rank(scores, target, self.cfg.scope)]

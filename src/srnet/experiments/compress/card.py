@@ -87,7 +87,8 @@ def recovery_sentence(record: CompressRecord) -> str:
         "none": "without distillation",
         "layers": "plus distillation from the teacher (KL at T 2 and every layer's hidden states)",
     }[recovery.distill]
-    return f"Recovery: {length} at lr {recovery.lr:g}, {loss}, {distill}."
+    cut = f" The cut deepened in 4 steps over its first {recovery.gradual:.0%}." if recovery.gradual else ""
+    return f"Recovery: {length} at lr {recovery.lr:g}, {loss}, {distill}.{cut}"
 
 
 def _steering(record: CompressRecord) -> str:

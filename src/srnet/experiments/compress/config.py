@@ -45,6 +45,7 @@ class CompressConfig(VerbConfig):
         "recovery_factor": 1.0,
         "gate_rule": "points",
         "refine": False,
+        "gradual_cut": 0.0,
     }
 
     speedup: float | None = Field(
@@ -113,6 +114,13 @@ class CompressConfig(VerbConfig):
         le=20,
         description="without --recovery-epochs: the recovery's length as a multiple of the recipe's "
         "training (its epochs, or max_steps where set)",
+    )
+    gradual_cut: float = Field(
+        0.0,
+        ge=0,
+        le=0.9,
+        description="the fraction of the recovery over which the cut deepens, in 4 equal cuts, each "
+        "re-scoring the heads and neurons left on the model being trained; 0: one cut before it",
     )
     recovery_distill: str = Field(
         "plain",

@@ -100,6 +100,7 @@ def recovery(student_run: str) -> Recovery:
         max_steps=student.training.max_steps,
         lr=student.training.lr,
         distill=distillation(student.objective),
+        gradual=getattr(student.pruning.params, "gradual", 0.0),  # level 0 runs the dense method
     )
 
 

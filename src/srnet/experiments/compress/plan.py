@@ -91,11 +91,12 @@ def student_keys(
         "tags.paradigm": "structured" if level else "dense",
     }
     if level:
+        gradual = {"gradual": config.gradual_cut} if config.gradual_cut else {}
         keys["pruning"] = {
             "method": "omp",
             "sparsity": level,
             "granularity": "head+neuron",
-            "params": {"importance": "gradient"},
+            "params": {"importance": "gradient", **gradual},
         }
     return keys
 

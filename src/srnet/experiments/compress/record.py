@@ -97,6 +97,8 @@ class Recovery(_Record):
     lr: float
     distill: str = "plain"
     """Records older than --recovery-distill ran the plain KL."""
+    gradual: float = 0.0
+    """The fraction of the recovery over which the cut deepened (0: cut before it)."""
 
 
 class CompressRecord(_Record):
