@@ -217,6 +217,11 @@ def test_cli_attack_bad_input(capsys, nli_run, tmp_path, monkeypatch):
     code, _, err = _cli(capsys, "attack", run, "--attack", "charswap", "--set", f"data.dev.path={empty}")
     assert code == 2 and "no text field to attack" in err
     assert sorted(p.name for p in (nli_run / "runs" / "ft").rglob("*")) == before  # nothing written
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run, damaged)
+    (damaged / "metrics.json").write_text("[]")
+    code, _, err = _cli(capsys, "attack", str(damaged), "--attack", "charswap", "--n", "2")
+    assert code == 2 and "metrics.json: not a run record" in err and len(err.strip().splitlines()) == 1
 
 
 def test_cli_attack_plain_model_wordswap_with_embedding_neighbours(capsys, sentiment_model, tmp_path):

@@ -133,13 +133,13 @@ def _resolve(model: str, recipe: Recipe | None, out: str | Path | None) -> tuple
 
 
 def _scored_export(run: RunDir) -> str | None:
-    """The srnet export whose shipped graph scored ``run`` (its metrics.json says), if any."""
-    import json
+    """The srnet export whose shipped graph scored ``run`` (its metrics.json says, read as a run
+    record: a damaged one is a one-line error), if any."""
+    from srnet.rundir.record import read_metrics
 
-    metrics = run.root / "metrics.json"
-    if not metrics.is_file():
+    if not (run.root / "metrics.json").is_file():
         return None
-    graph = ((json.loads(metrics.read_text(encoding="utf-8")).get("runtime") or {}).get("graph") or {})
+    graph = (read_metrics(run.root).runtime or {}).get("graph") or {}
     return str(Path(graph["file"]).parent) if graph.get("source") == "shipped" and graph.get("file") else None
 
 
