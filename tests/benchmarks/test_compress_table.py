@@ -196,3 +196,22 @@ def test_rescored_runs_are_paired_with_the_reference_and_the_fp32_student(tmp_pa
     assert f"| {row} | FP32 student | hard | +1.00, -1.00, -0.50 | -0.17 ± 1.04 |  |  |" in lines
     assert f"| {row} | shipped | hard | +1.00, -1.00, -0.50 | -0.17 ± 1.04 |  |  |" in lines
     assert f"| {row} | reference | ID | +0.00, +0.00, +0.00 | 0.00 ± 0.00 | >= -0.5 | yes |" in lines
+
+
+def test_recovery_table_pairs_each_arm_with_the_baseline_by_seed(tmp_path, monkeypatch):
+    """benchmarks/recovery_table.py: shipped - reference per seed, then arm - baseline on the seeds
+    both have, with each arm's student-stage minutes from its stage events."""
+    for seed, hard in ((1, 0.58), (2, 0.59), (3, 0.60)):
+        write_seed(tmp_path / "base", seed, hard, 2.2, name="deep")
+    for seed, hard in ((1, 0.60), (2, 0.62)):
+        write_seed(tmp_path / "cand", seed, hard, 2.2, name="layers")
+        events = tmp_path / "cand" / "layers" / f"key{seed}" / "stages" / "events.jsonl"
+        events.parent.mkdir()
+        events.write_text(
+            json.dumps({"time": "2026-12-07T16:00:00+00:00", "event": "start", "stage": "student"}) + "\n"
+            + json.dumps({"time": "2026-12-07T16:04:30+00:00", "event": "done", "stage": "student"}) + "\n")
+    lines = script_output("recovery_table", ["--baseline", f"{tmp_path / 'base'}:deep",
+                                             "--arm", f"{tmp_path / 'cand'}:layers"], monkeypatch)
+    assert "| hard | -2.0, -1.0, +0.0 | -1.0 ± 1.0 | - |  |" in lines
+    assert "| hard | +0.0, +2.0 | 1.0 ± 1.4 | 2.5 ± 0.7 | +2.0, +3.0 |" in lines
+    assert "levels: 60%, 60%; student stage: 4.5, 4.5 min; passed every gate: 2 of 2" in lines
