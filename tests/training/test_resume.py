@@ -34,7 +34,10 @@ def recipe(root, model_dir, pruning=None) -> dict:
 @pytest.mark.parametrize("pruning", [None, {"method": "mask_train", "sparsity": 0.5,
                                              "schedule": {"kind": "cubic", "initial": 0.1, "end": 0.5}},
                                      {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5,
-                                      "params": {"importance": "gradient", "importance_batches": 2}}])
+                                      "params": {"importance": "gradient", "importance_batches": 2}},
+                                     {"method": "omp", "granularity": "head+neuron", "sparsity": 0.5,
+                                      "params": {"importance": "gradient", "importance_batches": 2,
+                                                 "gradual": 0.9}}])  # cuts after steps 2, 4 and 5
 def test_interrupted_run_resumes_to_the_same_result(pruning, tmp_path, tiny_model_dir, monkeypatch):
     reference = api.run(recipe(tmp_path / "ref", tiny_model_dir, pruning))
 
