@@ -332,6 +332,8 @@ def test_the_recovery_is_twice_the_recipes_training_by_default(training, factor,
 
 
 def test_the_default_recovery_reaches_the_student_and_its_estimate(finetuned, tmp_path):
+    """... and a layer-wise distilled recovery adds one teacher forward pass per step."""
+    from srnet.config import recipe_from_dict
     from srnet.experiments.compress.estimate import estimate_seconds
     from srnet.experiments.compress.plan import compress_sweep
     from srnet.experiments.compress.source import resolve_source
@@ -340,7 +342,13 @@ def test_the_default_recovery_reaches_the_student_and_its_estimate(finetuned, tm
     config = CompressConfig(sparsity=0.5)
     sweep = compress_sweep(source, 0.5, config, tmp_path / "a")
     assert sweep["stages"]["student"]["set"]["training.max_steps"] == 8
-    assert estimate_seconds(source, sweep, config)["train_steps"] == 8  # no bias: no teacher to train
+    estimate = estimate_seconds(source, sweep, config)
+    assert estimate["train_steps"] == 8 and estimate["teacher_s"] == 0  # no bias: no teacher to train
+    layers = CompressConfig(sparsity=0.5, recovery_distill="layers")
+    distilled = estimate_seconds(source, compress_sweep(source, 0.5, layers, tmp_path / "b"), layers)
+    training = recipe_from_dict({**source.recipe, "name": "x"}).training
+    per_step = distilled["forward_s"] * training.batch_size / training.eval_batch_size
+    assert distilled["teacher_s"] == pytest.approx(8 * per_step) and per_step > 0  # a forward per step
 
 
 def test_on_a_one_epoch_recipe_the_default_plans_the_stages_the_mnli_study_ran(finetuned, tmp_path):

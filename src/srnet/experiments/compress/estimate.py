@@ -128,8 +128,12 @@ def plan_seconds(measured: Probe, sweep: dict[str, Any], config: CompressConfig)
     from srnet.training.loop import total_steps
 
     stages = list(sweep["stages"].values())
-    trained = [_stage_training(measured.training, s["set"]) for s in stages if s["kind"] == "train"]
-    train_steps = sum(total_steps(cfg, measured.n_train) * cfg.grad_accum for cfg in trained)
+    trains = [s["set"] for s in stages if s["kind"] == "train"]
+    trained = [_stage_training(measured.training, keys) for keys in trains]
+    steps = [total_steps(cfg, measured.n_train) * cfg.grad_accum for cfg in trained]
+    train_steps = sum(steps)
+    teacher_steps = sum(n for n, keys in zip(steps, trains, strict=True) if _distils_layers(keys))
+    teacher_step_s = measured.forward_s * measured.training.batch_size / measured.eval_batch
     dev_evaluations = sum(_dev_evaluations(cfg, measured.n_train) for cfg in trained) if measured.n_dev else 0
     evaluations = sum(1 for s in stages if s["kind"] in ("train", "evaluate"))
 
@@ -141,6 +145,7 @@ def plan_seconds(measured: Probe, sweep: dict[str, Any], config: CompressConfig)
     per_input_s = measured.forward_s / measured.eval_batch
     parts = {
         "train_s": train_steps * measured.step_s,
+        "teacher_s": teacher_steps * teacher_step_s,
         "predict_s": batches_of(measured.n_train) * measured.forward_s * predictions,
         "eval_s": (evaluations * batches_of(measured.n_eval) + dev_evaluations * batches_of(measured.n_dev))
         * measured.forward_s,
@@ -169,6 +174,13 @@ def _stage_training(training: Any, overrides: dict[str, Any]) -> Any:
     (``--recovery-epochs`` on the student)."""
     keys = {k.removeprefix("training."): v for k, v in overrides.items() if k.startswith("training.")}
     return training.model_copy(update=keys)
+
+
+def _distils_layers(keys: dict[str, Any]) -> bool:
+    """Whether a train stage distils hidden states (``--recovery-distill layers``): one forward pass
+    of a frozen dense teacher per step."""
+    objective = keys.get("objective") or {}
+    return bool((objective.get("params") or {}).get("hidden_weight"))
 
 
 def _dev_evaluations(training: Any, n_train: int) -> int:
