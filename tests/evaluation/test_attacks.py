@@ -200,7 +200,7 @@ def test_cli_attack_bad_input(capsys, nli_run, tmp_path, monkeypatch):
     before = sorted(p.name for p in (nli_run / "runs" / "ft").rglob("*"))
     for param, named in (("min_similarity=0", "min_similarity"), ("min_similarity=1.5", "min_similarity"),
                          ("min_word_similarity=-0.2", "min_word_similarity"), ("window=abc", "window"),
-                         ("windw=3", "windw")):
+                         ("windw=3", "windw"), ("counterfit_vocab=1000000000", "counterfit_vocab")):
         code, _, err = _cli(capsys, "attack", run, "--attack", "wordswap", "--param", param)
         assert code == 2 and named in err and len(err.strip().splitlines()) == 1, (param, err)
     code, _, err = _cli(capsys, "attack", run, "--attack", "textbugger")

@@ -37,8 +37,8 @@ class SwapSettings(AttackParams):
     )
     max_candidates: int = Field(30, ge=1, description="Most substitutes tried per word, in sense order.")
     counterfit_vocab: int = Field(
-        65_000, ge=2, description="The counter-fitted space's vocabulary: the most frequent alphabetic "
-        "lower-case GloVe words (TextFooler's file has 65,713).",
+        65_000, ge=2, le=400_000, description="The counter-fitted space's vocabulary: the most frequent "
+        "alphabetic lower-case GloVe words (TextFooler's file has 65,713; GloVe 6B has 400,000 words).",
     )
     min_zipf: float | None = Field(
         4.0, ge=0.0, le=8.0, description="Least frequency of a substitute on wordfreq's English Zipf "
