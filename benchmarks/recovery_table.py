@@ -2,7 +2,8 @@
 
 Reads the baseline arm (``--baseline FOLDER:STAGE``, default today's recovery in
 results/compress_synthetic_deep, stage ``deep``) and each candidate arm (``--arm FOLDER:STAGE``,
-default the stages ``layers``, ``long`` and ``gradual`` of results/compress_synthetic_recovery), and
+default the stages ``layers``, ``long``, ``gradual`` and ``longer`` of results/compress_synthetic_recovery),
+and
 prints, per arm:
 
 * each seed's level and the minutes of its student stage (the recovery; from the stage events);
@@ -29,7 +30,8 @@ from controls_table import mean_std, paste_block
 
 ROOT = Path(__file__).resolve().parents[1] / "results"
 BASELINE = f"{ROOT / 'compress_synthetic_deep'}:deep"
-ARMS = [f"{ROOT / 'compress_synthetic_recovery'}:{stage}" for stage in ("layers", "long", "gradual")]
+ARMS = [f"{ROOT / 'compress_synthetic_recovery'}:{stage}"
+        for stage in ("layers", "long", "gradual", "longer")]
 MEASURES = ("ID", "hard", "challenge", "charswap Aua")
 
 
