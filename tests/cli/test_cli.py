@@ -249,3 +249,9 @@ def test_predict_output_never_replaces_a_file_it_did_not_create(capsys, tmp_path
     assert "already exists; pass --overwrite" in capsys.readouterr().err and other.read_text() == "mine"
     assert main(["predict", str(run), "--split", "dev", "--output", str(other), "--overwrite"]) == 0
     assert (run / "metrics.json").read_bytes() == record
+    capsys.readouterr()
+    config = run / "model" / "config.json"  # a swapped label map is not predicted with
+    config.write_text(config.read_text().replace('"entailment"', '"contradiction"', 1))
+    assert main(["predict", str(run), "--split", "dev", "--output", str(other), "--overwrite"]) == 2
+    err = capsys.readouterr().err
+    assert "config.json" in err and len(err.strip().splitlines()) == 1 and other.read_text() != "mine"

@@ -9,6 +9,7 @@ from srnet.errors import NeedsOption, SrnetError
 from srnet.evaluation.metrics import predict
 from srnet.evaluation.predict import predict_logits, write_predictions
 from srnet.experiments.run.data import data_base_dir
+from srnet.export.onnx import verify_export
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.rundir.layout import RunDir
 from srnet.tasks import get_task, label_space, load_examples, split_name
@@ -47,6 +48,7 @@ def predict_run_split(run_dir: str | Path, split: str, output: str | Path | None
     path = Path(output) if output else run.predictions / f"{split}.jsonl"
     if path.exists() and not overwrite:
         raise NeedsOption(f"{path}: already exists; pass overwrite=True to replace it", "overwrite")
+    verify_export(run.model)  # the files the run wrote, as it recorded them, before any is read
     examples = load_examples(task, spec, base_dir=data_base_dir(recipe))
     tokenizer = load_tokenizer(str(run.model))
     model = load_classifier(str(run.model), task.labels)
