@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import io
 import json
-from datetime import datetime
 from pathlib import Path
 
 from compress_table import load, values
@@ -36,19 +35,18 @@ MEASURES = ("ID", "hard", "challenge", "charswap Aua")
 
 
 def student_minutes(folder: Path) -> float | None:
-    """Wall minutes of the compression's student stage, from its stage events (None if absent)."""
+    """Wall minutes of the compression's student stage (each run counted from its last start, as
+    the compress record counts stages), from its stage events; None if absent or unfinished."""
+    from srnet.experiments.compress.run import stage_seconds
+
     events = folder / "stages" / "events.jsonl"
     if not events.is_file():
         return None
-    times = {}
-    for line in events.read_text().splitlines():
-        event = json.loads(line)
-        if event["stage"] == "student" and event["event"] in ("start", "done"):
-            times.setdefault(event["event"], event["time"])
-    if "done" not in times:
+    rows = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    keys = {row["key"] for row in rows if row.get("stage") == "student"}
+    if not any(row.get("stage") == "student" and row["event"] == "done" for row in rows):
         return None
-    start, done = (datetime.fromisoformat(times[k]) for k in ("start", "done"))
-    return (done - start).total_seconds() / 60
+    return stage_seconds(folder / "stages", keys) / 60
 
 
 def differences(record: dict) -> dict[str, float]:

@@ -207,9 +207,10 @@ def test_recovery_table_pairs_each_arm_with_the_baseline_by_seed(tmp_path, monke
         write_seed(tmp_path / "cand", seed, hard, 2.2, name="layers")
         events = tmp_path / "cand" / "layers" / f"key{seed}" / "stages" / "events.jsonl"
         events.parent.mkdir()
+        student = {"stage": "student", "key": "k"}
         events.write_text(
-            json.dumps({"time": "2026-12-07T16:00:00+00:00", "event": "start", "stage": "student"}) + "\n"
-            + json.dumps({"time": "2026-12-07T16:04:30+00:00", "event": "done", "stage": "student"}) + "\n")
+            json.dumps({"time": "2026-12-07T16:00:00+00:00", "event": "start", **student}) + "\n"
+            + json.dumps({"time": "2026-12-07T16:04:30+00:00", "event": "done", **student}) + "\n")
     lines = script_output("recovery_table", ["--baseline", f"{tmp_path / 'base'}:deep",
                                              "--arm", f"{tmp_path / 'cand'}:layers"], monkeypatch)
     assert "| hard | -2.0, -1.0, +0.0 | -1.0 ± 1.0 | - |  |" in lines

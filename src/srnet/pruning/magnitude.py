@@ -145,8 +145,9 @@ class OneShotMagnitude(OneShotMethod):
 
     def on_step(self, step: int) -> bool:
         super().on_step(step)
-        if self.params.gradual and self.current_sparsity(step) > self.level:
-            self._cut(self.current_sparsity(step))
+        target = self.current_sparsity(step)
+        if self.params.gradual and target > self.level:
+            self._cut(target)
         return False
 
     def state_dict(self) -> dict[str, Any]:
