@@ -418,17 +418,21 @@ def compress(
     model: str, config: CompressConfig | None = None, *, out: str | Path,
     recipe: str | Path | Recipe | dict | None = None, overrides: list[str] | None = None,
     resume: bool = False, overwrite: bool = False, dry_run: bool = False,
-    progress: Callable[[str], None] = print, **settings: Any,
+    reuse: str | Path | None = None, progress: Callable[[str], None] = print, **settings: Any,
 ) -> CompressResult:
     """Turn a fine-tuned model (a run folder, or a Hugging Face folder or id with ``recipe``) into a
     shrunk, faster one (``srnet compress``): size the cut to this machine, search and recover it
     against the bias, export, bench, evaluate, attack and gate; write ``<out>/model`` with its card
     and ``<out>/compress.json``.  ``result.passed`` is false when a gate failed (everything is still
-    written); ``dry_run`` prints the plan and the estimate and trains nothing."""
+    written); ``dry_run`` prints the plan and the estimate and trains nothing; ``reuse``: an earlier
+    compression of the same model whose finished stages this one would rerun (the teacher, …) are
+    copied instead."""
     resolved = CompressConfig.resolve(config, settings)
     model, out = str(_path("model", model)), _path("out", out)
+    earlier = None if reuse is None else _path("reuse", reuse)
     return compress_stage.compress(model, resolved, recipe=recipe, overrides=overrides, out=out,
-                                   resume=resume, overwrite=overwrite, dry_run=dry_run, progress=progress)
+                                   resume=resume, overwrite=overwrite, dry_run=dry_run, reuse=earlier,
+                                   progress=progress)
 
 
 def metrics(run: str | Path) -> RunMetrics:

@@ -700,3 +700,108 @@ def test_interval_gates_pass_a_level_model_and_fail_one_three_points_worse_on_ha
     narrow = checked_gates(tight, reference, level, level, 1.0)
     undecided = next(g["line"] for g in narrow if g["gate"] == "hard")
     assert undecided.startswith("FAIL hard: +0.00") and undecided.endswith("but 400 examples cannot show it")
+
+
+def test_reuse_copies_the_stages_the_cut_does_not_change_and_trains_only_the_new_cut(compressed, tmp_path):
+    """--reuse of a 50% compression at 30%: the bias fit, dense scores, teacher and its predictions
+    are copied (bit-equal, no start event, no time counted), the student trains at 30%, and the
+    result equals a compression of its own; the earlier folder is not written."""
+    earlier = {p: file_sha256(p) for p in compressed.out.rglob("*") if p.is_file()}
+    common = dict(sparsity=0.3, bias=BIAS, **FAST, recipe=data_recipe(), **QUIET)
+    lines: list[str] = []
+    reused = api.compress(compressed.record.model, out=tmp_path / "r", reuse=compressed.out,
+                          **{**common, "progress": lines.append})
+    alone = api.compress(compressed.record.model, out=tmp_path / "a", **common)
+    copied = {"bias_fit", "dense", "teacher", "teacher_pred"}
+    assert set(reused.record.reused) == copied and not alone.record.reused
+    assert all(path.startswith(str(compressed.out)) for path in reused.record.reused.values())
+    assert sum("reuse: " in line for line in lines) == len(copied)
+    def teacher(record: CompressRecord) -> str:
+        return file_sha256(Path(record.stages["teacher"]) / "model" / "model.safetensors")
+
+    assert teacher(reused.record) == teacher(compressed.record)
+    log = (tmp_path / "r" / "stages" / "events.jsonl").read_text()
+    events = [json.loads(line) for line in log.splitlines()]
+    started = {e["stage"] for e in events if e["event"] == "start"}
+    assert not started & copied and "student" in started and reused.record.level == 0.3
+    assert file_sha256(tmp_path / "r" / "model" / "model.safetensors") == file_sha256(
+        tmp_path / "a" / "model" / "model.safetensors")
+    assert reused.record.figures["student"].id == alone.record.figures["student"].id
+    assert reused.record.elapsed_s < alone.record.elapsed_s
+    assert not list((tmp_path / "r" / "stages").rglob("*.lock"))  # the earlier stages' lock files stay there
+    assert {p: file_sha256(p) for p in compressed.out.rglob("*") if p.is_file()} == earlier
+    from srnet.experiments.compress.summary import compress_summary
+
+    summary = compress_summary(reused.record)
+    assert f"reused (bias_fit, dense, teacher, teacher_pred): {compressed.out}" in summary
+
+
+def _copy_of(compressed, tmp_path: Path, **sizing_changes) -> Path:
+    import shutil
+
+    copy = tmp_path / "earlier"
+    shutil.copytree(compressed.out, copy)
+    sizing = json.loads((copy / "sizing.json").read_text())
+    sizing.update(sizing_changes)
+    (copy / "sizing.json").write_text(json.dumps({k: v for k, v in sizing.items() if v is not None}))
+    return copy
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"source_sha256": "0" * 64}, "compressed another model"),
+    ({"source_sha256": None}, "records no digest of the model it compressed"),
+    ({"level": "half"}, "is not a sizing record"),
+])
+def test_reuse_of_another_models_compression_is_refused_before_anything_runs(
+    compressed, tmp_path, changes, message
+):
+    earlier = _copy_of(compressed, tmp_path, **changes)
+    with pytest.raises(SrnetError, match=message) as err:
+        api.compress(compressed.record.model, out=tmp_path / "c", reuse=earlier, sparsity=0.3, bias=BIAS,
+                     **FAST, recipe=data_recipe(), **QUIET)
+    assert "\n" not in str(err.value) and str(earlier) in str(err.value) and not (tmp_path / "c").exists()
+
+
+def test_reuse_names_what_it_cannot_use(compressed, tmp_path, capsys):
+    run = [compressed.record.model, "--sparsity", "0.3", "--bias", BIAS, "--runtime", "torch",
+           "--attack-n", "4", "--batch", "2", "--length", "16", "--rounds", "1"]
+    assert main(["compress", *run, "--out", str(tmp_path / "c"), "--reuse", str(tmp_path)]) == 2
+    assert "not a compression folder (no sizing.json)" in capsys.readouterr().err
+    out = str(compressed.out)
+    assert main(["compress", *run, "--out", out, "--resume", "--reuse", out]) == 2
+    assert "is --out itself" in capsys.readouterr().err
+    other = data_recipe()  # other training and dev pairs: every stage's key differs, nothing to take
+    other["data"]["train"]["synthetic"]["n"], other["data"]["dev"]["synthetic"]["n"] = 24, 20
+    with pytest.raises(SrnetError, match="none of its finished stages is one this compression runs"):
+        api.compress(compressed.record.model, out=tmp_path / "n", reuse=compressed.out / "model",
+                     sparsity=0.3, bias=BIAS, **FAST, recipe=other, **QUIET)
+
+
+def test_a_dry_run_with_reuse_estimates_only_what_still_trains(compressed, tmp_path):
+    common = dict(sparsity=0.3, bias=BIAS, **FAST, recipe=data_recipe(), dry_run=True)
+    lines: list[str] = []
+    plain = api.compress(compressed.record.model, out=tmp_path / "c", **common, **QUIET)
+    reused = api.compress(compressed.record.model, out=tmp_path / "c", reuse=compressed.out, **common,
+                          progress=lines.append)
+    assert f"reuse from {compressed.out}: bias_fit, dense, teacher, teacher_pred" in lines
+    assert reused.estimate_s < plain.estimate_s and not (tmp_path / "c").exists()
+
+
+def test_a_resume_of_a_model_changed_since_is_refused(compressed, tmp_path):
+    copy = _copy_of(compressed, tmp_path, source_sha256="f" * 64)
+    (copy / "compress.json").unlink()
+    sweep = (copy / "stages" / "sweep.yaml").read_text().replace(str(compressed.out), str(copy))
+    (copy / "stages" / "sweep.yaml").write_text(sweep)
+    with pytest.raises(SrnetError, match=r"changed since this compression started .*--overwrite"):
+        api.compress(compressed.record.model, out=copy, sparsity=0.5, bias=BIAS, **FAST, recipe=data_recipe(),
+                     resume=True, **QUIET)
+
+
+def test_training_stages_checkpoint_every_200_steps_unless_the_recipe_says(finetuned):
+    """A one-epoch stage evaluates only at its end: without these checkpoints a kill loses all of it."""
+    from srnet.experiments.compress.source import resolve_source
+
+    assert resolve_source(str(finetuned), data_recipe(), None).recipe["training"]["checkpoint_every"] == 200
+    own = data_recipe()
+    own["training"]["checkpoint_every"] = 7
+    assert resolve_source(str(finetuned), own, None).recipe["training"]["checkpoint_every"] == 7

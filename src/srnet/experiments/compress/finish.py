@@ -34,6 +34,7 @@ def finish(
     *,
     elapsed_s: float,
     peak_rss_mb: float,
+    reused: dict[str, str] | None = None,
 ) -> CompressRecord:
     """Score, gate, write ``<out>/model`` with its figure and card, then ``compress.json`` (last:
     its presence marks a finished compression); ``passed`` is false when a gate failed, and
@@ -63,6 +64,7 @@ def finish(
         elapsed_s=round(elapsed_s, 1),
         peak_rss_mb=round(peak_rss_mb, 1),
         stages=outputs,
+        reused=reused or {},
         bias=config.bias,
         **describe_data(source),
         hashed=_hashed(Path(outputs["export"])),

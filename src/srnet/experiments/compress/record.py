@@ -119,6 +119,9 @@ class CompressRecord(_Record):
     elapsed_s: float
     peak_rss_mb: float
     stages: dict[str, str]
+    reused: dict[str, str] = {}
+    """Stage -> the earlier compression's folder ``--reuse`` copied it from (``elapsed_s`` leaves
+    their time out)."""
     bias: str | None = None
     base_model: str | None = None
     labels: list[str] = []

@@ -14,7 +14,7 @@ from typing import Any
 from srnet.errors import NeedsOption, SrnetError
 from srnet.experiments.compress.config import LOCK, RESULT_FILE, SIZING_FILE, CompressConfig
 from srnet.experiments.compress.record import CompressRecord
-from srnet.experiments.compress.source import Source, resolve_source
+from srnet.experiments.compress.source import Source, resolve_source, source_digest
 from srnet.experiments.sweep.stages import get_stage
 from srnet.export.runtimes import auto_runtime, get_runtime
 
@@ -44,10 +44,14 @@ def compress(
     resume: bool = False,
     overwrite: bool = False,
     dry_run: bool = False,
+    reuse: str | Path | None = None,
     progress: Callable[[str], None] = print,
 ) -> CompressResult:
-    """The verb behind ``srnet compress``, :func:`srnet.api.compress` and the ``compress`` stage."""
+    """The verb behind ``srnet compress``, :func:`srnet.api.compress` and the ``compress`` stage
+    (``reuse``: an earlier compression of the same model whose matching stages are copied, see
+    :mod:`srnet.experiments.compress.reuse`)."""
     from srnet.experiments.compress.preflight import preflight
+    from srnet.experiments.compress.reuse import reuse_folder
     from srnet.io import set_aside
     from srnet.rundir import locks
 
@@ -55,10 +59,13 @@ def compress(
     source = resolve_source(model, recipe, overrides)
     check_out(out, source, model)
     checked = preflight(source, config)
+    digest = source_digest(source)
+    earlier = reuse_folder(Path(reuse), out, digest) if reuse is not None else None
     _announce_runtime(config, progress)
     check_folder_state(out, resume, overwrite, dry_run)
+    run = Attempt(source, config, out, checked.attack_n, digest, earlier, progress)
     if dry_run:
-        return plan_only(source, config, out, checked.attack_n, progress)
+        return plan_only(run)
     created = not out.exists()
     lock = locks.acquire(out, LOCK)
     if lock.token is None:
@@ -66,7 +73,7 @@ def compress(
     try:
         fresh = overwrite and ((out / SIZING_FILE).is_file() or (out / RESULT_FILE).is_file())
         with set_aside(out if fresh else None, "the compression", keep=_lock_files(LOCK)):
-            return _run(source, config, out, checked.attack_n, resume and not overwrite, progress)
+            return _run(run, resume and not overwrite)
     finally:
         locks.release(out, lock.token, LOCK)
         if created and not any(p for p in out.iterdir() if p.name not in _lock_files(LOCK)):
@@ -132,18 +139,36 @@ def check_folder_state(out: Path, resume: bool, overwrite: bool, dry_run: bool) 
         )
 
 
-def plan_only(
-    source: Source, config: CompressConfig, out: Path, attack_n: int, progress: Callable[[str], None]
-) -> CompressResult:
-    """``--dry-run``: size, plan and estimate; nothing is written."""
+@dataclass(frozen=True)
+class Attempt:
+    """One call's inputs, checked: the model, the settings, the folder, the attack size, the
+    model's digest and the earlier compression ``--reuse`` names."""
+
+    source: Source
+    config: CompressConfig
+    out: Path
+    attack_n: int
+    digest: str
+    earlier: Path | None
+    progress: Callable[[str], None]
+
+
+def plan_only(run: Attempt) -> CompressResult:
+    """``--dry-run``: size, plan and estimate (less the stages ``--reuse`` supplies); nothing is
+    written."""
     from srnet.experiments.compress.estimate import estimate_seconds
     from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.reuse import reusable
     from srnet.experiments.compress.sizing import sizing_for
     from srnet.experiments.sweep.plan import describe_plan, plan_sweep
 
-    sizing = sizing_for(source, config, out, False, progress)
-    sweep = compress_sweep(source, sizing.level, config, out, attack_n)
-    estimate = estimate_seconds(source, sweep, config)
+    source, config, progress = run.source, run.config, run.progress
+    sizing = sizing_for(source, config, run.out, False, progress, run.digest)
+    sweep = compress_sweep(source, sizing.level, config, run.out, run.attack_n)
+    jobs = plan_sweep(sweep, "compress")
+    copied = reusable(jobs, run.earlier) if run.earlier else {}
+    to_run = {**sweep, "stages": {k: v for k, v in sweep["stages"].items() if k not in copied}}
+    estimate = estimate_seconds(source, to_run, config)
     total = sizing.elapsed_s + estimate["total_s"]  # the run sizes again, as this dry run did
     level = (
         "no cut (the dense model in the runtime)"
@@ -152,36 +177,34 @@ def plan_only(
     )
     lines = [
         f"level: {level}",
-        *describe_plan(plan_sweep(sweep, "compress")),
+        *describe_plan(jobs),
+        *([f"reuse from {run.earlier}: {', '.join(copied)}"] if copied else []),
         f"estimate on this machine: {total / 60:.1f} min (sizing {sizing.elapsed_s / 60:.1f} min, "
         f"{estimate['train_steps']} training steps at {estimate['step_s']:.2f} s)",
     ]
     for line in lines:
         progress(line)
-    return CompressResult(out, sizing.level, lines, total)
+    return CompressResult(run.out, sizing.level, lines, total)
 
 
-def _run(
-    source: Source,
-    config: CompressConfig,
-    out: Path,
-    attack_n: int,
-    resume: bool,
-    progress: Callable[[str], None],
-) -> CompressResult:
-    """Size (or read the recorded sizing), run the stages, finish."""
+def _run(run: Attempt, resume: bool) -> CompressResult:
+    """Size (or read the recorded sizing), copy what ``--reuse`` supplies, run the stages, finish."""
     from srnet.experiments.compress.finish import finish
     from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.reuse import adopt, reusable, reused_stages
     from srnet.experiments.compress.sizing import sizing_for
     from srnet.experiments.sweep.execute import execute
     from srnet.experiments.sweep.plan import plan_sweep
     from srnet.io import atomic_write_json
 
-    sizing = sizing_for(source, config, out, resume, progress)
-    sweep = compress_sweep(source, sizing.level, config, out, attack_n)
+    source, config, out, progress = run.source, run.config, run.out, run.progress
+    sizing = sizing_for(source, config, out, resume, progress, run.digest)
+    sweep = compress_sweep(source, sizing.level, config, out, run.attack_n)
     jobs = plan_sweep(sweep, "compress")
+    copied = reusable(jobs, run.earlier) if run.earlier else {}
     atomic_write_json(out / SIZING_FILE, sizing.model_dump(mode="json"))
     record_compress_sweep(sweep, out / "stages")
+    adopt(jobs, copied, out / "stages", progress)
     result = execute(jobs, out / "stages", progress=progress)
     for job in jobs:
         if job.key in result.failed:
@@ -195,6 +218,7 @@ def _run(
         out,
         elapsed_s=elapsed,
         peak_rss_mb=peak_memory_mb(jobs),
+        reused=reused_stages(out / "stages", jobs),
     )
     return CompressResult(out, sizing.level, record=record)
 
@@ -235,17 +259,13 @@ def _output(job) -> str:
 def stage_seconds(stages: Path, keys: set[str]) -> float:
     """The wall time of the stages ``keys``, each from its last start to its done in the sweep's
     event log: a resumed compression counts each stage once, however often it was interrupted (a
-    line a kill cut short is skipped)."""
-    from srnet.experiments.sweep.execute import EVENTS
+    stage ``--reuse`` copied counts nothing)."""
+    from srnet.experiments.sweep.execute import read_events
 
     started: dict[str, datetime] = {}
     seconds = 0.0
-    for line in (stages / EVENTS).read_text(encoding="utf-8").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(event, dict) or event.get("key") not in keys:
+    for event in read_events(stages):
+        if event["key"] not in keys:
             continue
         when = datetime.fromisoformat(event["time"])
         if event["event"] == "start":

@@ -46,6 +46,10 @@ class Sizing(BaseModel):
     settings: dict[str, Any] | None = None
     """The sizing settings it ran with (speedup, sparsity, levels, margin, batch, length, threads);
     absent in records older than this field."""
+    source_sha256: str | None = None
+    """The SHA-256 of the compressed model's files (:func:`~srnet.experiments.compress.source.source_digest`):
+    a resume of a model changed since is refused, and ``--reuse`` pairs stages by it; absent in
+    records older than this field."""
 
     @field_validator("needed", "elapsed_s")
     @classmethod
@@ -267,17 +271,30 @@ def timing_inputs(source: Source, config: CompressConfig) -> list[Any] | None:
 
 
 def sizing_for(
-    source: Source, config: CompressConfig, out: Path, resume: bool, progress: Callable[[str], None]
+    source: Source,
+    config: CompressConfig,
+    out: Path,
+    resume: bool,
+    progress: Callable[[str], None],
+    digest: str,
 ) -> Sizing:
-    """The recorded sizing on ``resume`` (checked against the settings), else a fresh one."""
+    """The recorded sizing on ``resume`` (checked against the settings and the model's ``digest``),
+    else a fresh one recording ``digest``."""
     if resume and (out / SIZING_FILE).is_file():
         sizing = recorded_sizing(out, config)
+        if sizing.source_sha256 not in (None, digest):
+            raise SrnetError(
+                f"--resume: {source.model} changed since this compression started (SHA-256 "
+                f"{sizing.source_sha256[:12]}…, now {digest[:12]}…); give --overwrite to start over"
+            )
         progress(f"sizing: {out / SIZING_FILE} (level {sizing.level:.0%})")
         return sizing
     if config.speedup is None:
         assert config.sparsity is not None
-        return Sizing(level=config.sparsity, runtime=config.runtime, settings=sizing_settings(config))
+        return Sizing(level=config.sparsity, runtime=config.runtime, settings=sizing_settings(config),
+                      source_sha256=digest)
     sizing = size_to_machine(source, config, progress)
+    sizing.source_sha256 = digest
     for point in sizing.curve:
         progress(f"  {point.level:.0%}: {point.speedup:.2f}x")
     if sizing.level == 0:

@@ -9,6 +9,11 @@ from typing import Any
 
 from srnet.errors import SrnetError
 
+CHECKPOINT_STEPS = 200
+"""A compression's training stages save a resumable checkpoint this often (unless the recipe sets
+``training.checkpoint_every``): they evaluate only at their end, so a kill would otherwise lose a
+whole one-epoch stage (on MNLI, 940 steps and about 13 minutes). Not part of any stage key."""
+
 
 @dataclass
 class Source:
@@ -45,10 +50,19 @@ def resolve_source(model: str, recipe: Any, overrides: list[str] | None) -> Sour
     for key in ("pruning", "objective", "bias_dir", "dense_reference", "tags"):
         data.pop(key, None)
     data["loss"] = {"name": "ce"}
-    data["training"] = {**data["training"], "select": "last", "eval_every": None}
+    training = data["training"]
+    data["training"] = {**training, "select": "last", "eval_every": None,
+                        "checkpoint_every": training.get("checkpoint_every") or CHECKPOINT_STEPS}
     data.pop("name", None)
     data.pop("output_dir", None)
     return Source(model, data, start, weights)
+
+
+def source_digest(source: Source) -> str:
+    """The SHA-256 of the model folder's files (weights, config, tokenizer), names included."""
+    from srnet.io import folder_sha256
+
+    return folder_sha256(source.weights)
 
 
 def check_family(source: Source) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -14,8 +15,14 @@ from srnet.experiments.sweep.stages import Stage, register_stage
 
 
 class CompressParams(CompressConfig):
+    non_semantic: ClassVar[tuple[str, ...]] = ("reuse",)  # the same result, sooner: not in the stage key
+
     model: str = Field(
         description="the fine-tuned model: a run folder or '@stage', or a Hugging Face folder or id"
+    )
+    reuse: str | None = Field(
+        None, description="an earlier compression of the same model ('@stage' or its folder) whose "
+        "finished stages this one would rerun are copied (srnet compress --reuse)"
     )
 
 
@@ -36,6 +43,6 @@ class CompressStage(Stage):
         from srnet.experiments.compress.summary import compress_summary
 
         if not (folder / RESULT_FILE).is_file():
-            config = CompressConfig(**params.model_dump(exclude={"model"}))
-            compress(params.model, config, recipe=recipe, out=folder, resume=True)
+            config = CompressConfig(**params.model_dump(exclude={"model", "reuse"}))
+            compress(params.model, config, recipe=recipe, out=folder, resume=True, reuse=params.reuse)
         print(f"{folder}:\n{compress_summary(CompressRecord.load(folder))}")

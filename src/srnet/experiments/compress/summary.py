@@ -3,6 +3,8 @@ timing warnings and each gate."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from srnet.experiments.compress.record import CompressRecord
 
 
@@ -25,8 +27,14 @@ def compress_summary(record: CompressRecord) -> str:
         f"{speed.compressed_ms:.1f} ms, {speed.shape()}, {speed.threads} thread(s), {speed.cpu})"
         + ("" if speed.speedup_batch1 is None else f"; batch 1: {speed.speedup_batch1:.2f}x"),
         *[f"timing warning: {w}" for w in speed.warnings],
-        f"{cut}; {record.elapsed_s / 60:.1f} min; peak memory {record.peak_rss_mb / 1024:.2f} GiB",
+        f"{cut}; {record.elapsed_s / 60:.1f} min; peak memory {record.peak_rss_mb / 1024:.2f} GiB"
+        + (f"; reused ({', '.join(record.reused)}): {_folders(record.reused)}" if record.reused else ""),
         *[g.line for g in record.gates],
         "PASSED" if record.passed else "FAILED: the model is written, marked as failed",
     ]
     return "\n".join(lines)
+
+
+def _folders(reused: dict[str, str]) -> str:
+    """The compression folders the reused stages came from (``<folder>/stages/<stage>/<key>``)."""
+    return ", ".join(dict.fromkeys(str(Path(path).parents[2]) for path in reused.values()))

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from srnet.config import recipe_from_dict
 from srnet.console import quiet_libraries
@@ -101,7 +102,7 @@ def execute(
             for job in todo:  # in plan order, so a skip reaches dependants in the same pass
                 if {*result.failed, *result.skipped} & set(job.deps):
                     result.skipped.append(job.key)
-                    _event(output_dir, "skipped", job)
+                    log_event(output_dir, "skipped", job)
                     progress(line(job, "skipped", " (a stage it needs failed or runs in another sweep)"))
             todo = [job for job in todo if job.key not in result.skipped]
             for job in [j for j in todo if set(j.deps) <= done]:  # a locked or finished job takes no slot
@@ -111,7 +112,7 @@ def execute(
                 lock = locks.acquire(job.folder)
                 if lock.token is None:  # another sweep on this folder is running it
                     result.skipped.append(job.key)
-                    _event(output_dir, "skipped", job, reason=f"locked by {lock.note}")
+                    log_event(output_dir, "skipped", job, reason=f"locked by {lock.note}")
                     progress(line(job, "skipped", f" (being run by {lock.note})"))
                     continue
                 if job.complete:  # another sweep finished it since this one planned
@@ -125,7 +126,7 @@ def execute(
                 except BrokenProcessPool:
                     locks.release(job.folder, lock.token)
                     raise SrnetError(WORKER_LOST) from None
-                _event(output_dir, "start", job)
+                log_event(output_dir, "start", job)
                 progress(line(job, "start"))
             if not running:
                 if any({*result.failed, *result.skipped} & set(job.deps) for job in todo):
@@ -150,14 +151,14 @@ def _settle(future: Future, job: Job, started: float, result: SweepResult, done:
     if error is None:
         done.add(job.key)
         result.ran.append(job.key)
-        _event(output_dir, "done", job)
+        log_event(output_dir, "done", job)
         return "done", f" ({time.perf_counter() - started:.1f}s)"
     if isinstance(error, BrokenProcessPool):
-        _event(output_dir, "failed", job, error="worker process ended abruptly")
+        log_event(output_dir, "failed", job, error="worker process ended abruptly")
         raise SrnetError(WORKER_LOST)
     message = (str(error).strip().splitlines() or [type(error).__name__])[0]
     result.failed[job.key] = message
-    _event(output_dir, "failed", job, error=message)
+    log_event(output_dir, "failed", job, error=message)
     return "FAILED", f": {message}"
 
 
@@ -235,11 +236,27 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="srnet-parent-watch", daemon=True).start()
 
 
-def _event(output_dir: Path, event: str, job: Job, **extra) -> None:
-    """Append one line to the sweep's event log (start / done / failed / skipped)."""
+def log_event(output_dir: Path, event: str, job: Job, **extra) -> None:
+    """Append one line to the sweep's event log (start / done / failed / skipped; compress's reused)."""
     entry = {"time": datetime.now(UTC).isoformat(timespec="seconds"), "event": event,
              "stage": job.name, "key": job.key, **extra}
     path = output_dir / EVENTS
     cut = path.is_file() and not path.read_bytes().endswith(b"\n") and path.stat().st_size > 0
     with path.open("a", encoding="utf-8") as fh:
         fh.write(("\n" if cut else "") + json.dumps(entry) + "\n")  # a kill may have cut the last line
+
+
+def read_events(output_dir: Path) -> list[dict[str, Any]]:
+    """The sweep's event log, oldest first (none when absent; a line a kill cut short is skipped)."""
+    path = output_dir / EVENTS
+    if not path.is_file():
+        return []
+    events = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict) and "key" in event and "event" in event:
+            events.append(event)
+    return events

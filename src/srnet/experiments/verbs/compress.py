@@ -23,6 +23,9 @@ def arguments(p) -> None:
     p.add_argument("--dry-run", action="store_true", help="size the model, print the plan and the "
                    "estimated time on this machine; train nothing")
     p.add_argument("--resume", action="store_true", help="continue an interrupted compression")
+    p.add_argument("--reuse", metavar="DIR", help="an earlier compression of the same model (its --out): "
+                   "its finished stages that this one would run again (the teacher, its predictions, the "
+                   "dense scores) are copied instead of retrained")
     p.add_argument("--overwrite", action="store_true", help="start over (the old folder is kept until "
                    "the new result exists)")
 
@@ -35,7 +38,7 @@ def call(args, compress) -> int:
         base = as_recipe(args.recipe).model_dump(mode="json") if args.recipe else {}
         recipe = with_flags(base, task=args.task, train=args.train, dev=args.dev, challenge=args.challenge)
     result = compress(args.model, out=args.out, recipe=recipe, overrides=args.overrides,
-                      resume=args.resume, overwrite=args.overwrite, dry_run=args.dry_run,
+                      resume=args.resume, overwrite=args.overwrite, dry_run=args.dry_run, reuse=args.reuse,
                       **config_values(args, CompressConfig))
     if args.dry_run:
         return 0
