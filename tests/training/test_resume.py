@@ -216,3 +216,18 @@ def test_a_run_stopped_before_its_first_checkpoint_restarts_and_says_so(tmp_path
     with caplog.at_level(logging.WARNING, logger="srnet"):
         api.run(spec, resume=True)
     assert "resume: the run stopped before its first checkpoint; training starts at step 0" in caplog.text
+
+
+def test_saving_checkpoints_changes_nothing_the_run_computes(tmp_path, tiny_model_dir):
+    """``checkpoint_every`` is not in a stage's key (srnet compress sets it): a run that saves a
+    checkpoint every step ends with the same weights as one that saves none before its end."""
+    every = recipe(tmp_path / "every", tiny_model_dir)
+    every["training"].update(checkpoint_every=1, eval_every=None)
+    never = recipe(tmp_path / "never", tiny_model_dir)
+    never["training"].update(checkpoint_every=None, eval_every=None)
+    runs = [api.run(r).run_dir for r in (every, never)]
+    saved = [(run / "log.jsonl").read_text().count('"event": "checkpoint"') for run in runs]
+    assert saved[0] >= 7 and saved[0] > saved[1]  # the setting did save, at every step
+    weights = [load_file(run / "model" / "model.safetensors") for run in runs]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
