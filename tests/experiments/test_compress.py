@@ -399,7 +399,8 @@ def test_recovery_epochs_and_factor_together_are_refused(finetuned, tmp_path, ca
     ("plain", {"pred_weight": 1.0, "temperature": 2.0}),
     ("through-bias", {"pred_weight": 1.0, "temperature": 2.0, "through_bias": True}),
     ("none", {"pred_weight": 0.0}),
-    ("layers", {"pred_weight": 1.0, "temperature": 2.0, "hidden_weight": 1.0, "distance": "cosine"})])
+    ("layers", {"pred_weight": 1.0, "temperature": 2.0, "hidden_weight": 1.0, "distance": "cosine"}),
+    ("attention", {"pred_weight": 1.0, "temperature": 2.0, "attention_weight": 1.0})])
 def test_recovery_distill_sets_the_students_objective_and_nothing_else(finetuned, tmp_path, distill, params):
     from srnet.config import ObjectiveConfig
     from srnet.experiments.compress.finish import distillation

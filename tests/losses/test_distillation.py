@@ -93,6 +93,8 @@ def test_kd_through_the_bias_spares_what_the_bias_explains():
     ("omp", "head+neuron", "poe", "through"),   # structured OMP + recovery, KL through the bias
     ("omp", "head+neuron", "ce", 0.0),          # structured OMP + recovery: weights train, KL only
     ("omp", "head+neuron", "poe", 1.0),         # weights train: hidden states of a frozen copy
+    ("omp", "head+neuron", "poe", "attention"),  # weights train: attention maps of a frozen copy
+    ("mask_train", "head+neuron", "ce", "attention"),  # frozen weights: its own maps, masks lifted
     ("imp", "unstructured", "ce", 0.0),         # unstructured
 ])
 def test_kd_runs_with_structured_and_unstructured_methods(tmp_path, tiny_model_dir, teacher, method,
@@ -103,15 +105,18 @@ def test_kd_runs_with_structured_and_unstructured_methods(tmp_path, tiny_model_d
         ids = [ex.id for ex in generate_synthetic("train", 48, seed=0)]
         rows = [{"id": i, "probs": [0.5, 0.25, 0.25]} for i in ids]
         bias.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    through = hidden == "through"
-    spec = kd_recipe(tmp_path, tiny_model_dir, teacher, "kd", pruning, loss, pred_weight=0.5,
-                     **({"through_bias": True} if through else {"hidden_weight": hidden}))
+    through, attention = hidden == "through", hidden == "attention"
+    terms = {"through_bias": True} if through else {"attention_weight": 1.0} if attention else {
+        "hidden_weight": hidden}
+    spec = kd_recipe(tmp_path, tiny_model_dir, teacher, "kd", pruning, loss, pred_weight=0.5, **terms)
     if loss == "poe":
         spec["loss"]["bias_predictions"] = str(bias)
     result = api.run(spec)
     entries = log_entries(result.run_dir)
     assert entries and all("kd_pred" in e for e in entries)
-    assert all(("kd_hidden" in e) == (not through and hidden > 0) for e in entries)
+    assert all(("kd_hidden" in e) == (not (through or attention) and hidden > 0) for e in entries)
+    assert all(("kd_attention" in e) == attention for e in entries)
+    assert not attention or any(e["kd_attention"] > 0 for e in entries)
     assert result.metrics.sparsity.overall == pytest.approx(0.5, abs=0.01)
 
 
@@ -136,13 +141,55 @@ def test_where_weights_train_the_hidden_targets_are_the_starting_model_with_mask
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.5)
-    targets = objective._teacher_states(model, inputs)
+    targets = objective._teacher(model, inputs, {"output_hidden_states": True}).hidden_states
     assert not dense.weight.any()  # the copy lifted its own masks, not the model's
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(start, targets, strict=True))
     model.requires_grad_(False)
     frozen = build_objective("kd", {"hidden_weight": 1.0})
     frozen.setup(model, None)
     assert frozen.frozen_teacher is None
+
+
+def test_the_attention_term_matches_live_heads_only(tiny_model_dir):
+    """KL of each live head's attention maps: 0 against the model itself; a head whose output
+    columns are masked is left out (its maps may be anything), and the value is the hand-computed
+    mean over the live heads' non-padding queries."""
+    from transformers import AutoModelForSequenceClassification
+
+    from srnet.models import find_groups
+    from srnet.sparsity.masks import FixedMask, attach
+    from srnet.training.objectives.kd import attention_distance, eager_attention, live_heads
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model_dir)
+    eager_attention(model)
+    inputs = {"input_ids": torch.tensor([[2, 5, 7, 9], [3, 4, 0, 0]]),
+              "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])}
+    model.eval()
+    maps = model(**inputs, output_attentions=True).attentions
+    heads = find_groups(model, ["head"])
+    layers = list(range(1, len(maps) + 1))
+    assert attention_distance(maps, maps, inputs["attention_mask"], layers, live_heads(heads)).item() == 0
+    out = model.base_model.encoder.layer[0].attention.output.dense
+    keep = torch.ones_like(out.weight)
+    keep[:, : out.weight.shape[1] // 2] = 0  # head 0 of layer 0's output columns
+    attach(out, FixedMask(keep, out.weight))
+    live = live_heads(heads)
+    assert live[0].tolist() == [False, True] and live[1].all()
+    padded_keys = (inputs["attention_mask"] == 0)[:, None, None, :]
+    other = tuple(torch.softmax(torch.randn_like(m).masked_fill(padded_keys, -torch.inf), dim=-1)
+                  for m in maps)
+    changed_dead = (other[0].clone(), *other[1:])
+    changed_dead[0][:, 0] = maps[0][:, 0]
+    mask = inputs["attention_mask"].bool()
+    got = attention_distance(maps, other, mask.long(), layers, live)
+    dead_changed = attention_distance(maps, changed_dead, mask.long(), layers, live)
+    assert got.item() == pytest.approx(dead_changed.item())
+    per_layer = []
+    for i, alive in live.items():
+        t, s_ = other[i][:, alive], maps[i][:, alive]
+        kl = torch.xlogy(t, t / s_).nan_to_num().sum(-1).transpose(1, 2)[mask]  # 0 log 0/0 = 0
+        per_layer.append(kl.mean())
+    assert got.item() == pytest.approx(torch.stack(per_layer).mean().item(), rel=1e-5)
 
 
 def test_kd_changes_what_is_learned(tmp_path, tiny_model_dir, teacher):

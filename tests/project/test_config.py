@@ -88,7 +88,7 @@ POE_TYPO = "loss:\n  name: poe\n  params: {anneal_mn: 0.5}\n"
 
 @pytest.mark.parametrize(("text", "message"), [
     (KD_TYPO, "objective.params: objective 'kd': unknown parameter 'pred_wieght' (known: task_weight, "
-              "pred_weight, temperature, through_bias, hidden_weight, layers, distance)"),
+              "pred_weight, temperature, through_bias, hidden_weight, attention_weight, layers, distance)"),
     (POE_TYPO, "loss.params: loss 'poe': unknown parameter 'anneal_mn' (known: anneal, anneal_min)"),
     ("loss:\n  params: {anneal: true}\n", "loss.params: loss 'ce': unknown parameter 'anneal' (known: none)"),
     ("objective:\n  name: freelb\n  params: 3\n", "objective.params: params of objective 'freelb' must be a "

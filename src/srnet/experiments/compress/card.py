@@ -86,6 +86,7 @@ def recovery_sentence(record: CompressRecord) -> str:
         "through-bias": "plus distillation from the teacher, both combined with the bias model",
         "none": "without distillation",
         "layers": "plus distillation from the teacher (KL at T 2 and every layer's hidden states)",
+        "attention": "plus distillation from the teacher (KL at T 2 and every layer's attention maps)",
     }[recovery.distill]
     cut = f" The cut deepened in 4 steps over its first {recovery.gradual:.0%}." if recovery.gradual else ""
     return f"Recovery: {length} at lr {recovery.lr:g}, {loss}, {distill}.{cut}"

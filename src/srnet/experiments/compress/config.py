@@ -21,12 +21,14 @@ DISTILLATION = {
     "through-bias": {"name": "kd", "params": {**KD["params"], "through_bias": True}},
     "none": {"name": "kd", "params": {"pred_weight": 0.0}},
     "layers": {"name": "kd", "params": {**KD["params"], "hidden_weight": 1.0, "distance": "cosine"}},
+    "attention": {"name": "kd", "params": {**KD["params"], "attention_weight": 1.0}},
 }
 """``--recovery-distill``: the student's objective during the recovery (the task loss is PoE with a
 bias, CE without): KL to the teacher's training-split predictions at T 2, the same KL with both
 sides combined with the bias model's (``kd`` ``through_bias``), no distillation, or the KL plus
 every layer's hidden states matched to the teacher's (cosine distance, weight 1; the teacher is a
-frozen copy of the student's starting weights, one dense forward pass per step)."""
+frozen copy of the student's starting weights, one dense forward pass per step), or the KL plus
+every layer's attention maps (KL per live head, weight 1; the same teacher, eager attention)."""
 ATTACK_DEFAULT = 500
 """``--attack-n`` by default (or the whole split when smaller): enough for an interval of about
 +-3 points on the accuracy under attack."""
@@ -126,7 +128,8 @@ class CompressConfig(VerbConfig):
         "plain",
         description="the recovery's distillation from the teacher: plain (KL at T 2), through-bias "
         "(the KL with teacher and student combined with the bias model's, as PoE; needs --bias), none, or "
-        "layers (the KL plus every layer's hidden states, cosine, from a frozen copy of the teacher)",
+        "layers (the KL plus every layer's hidden states, cosine, from a frozen copy of the teacher) or "
+        "attention (the KL plus every layer's attention maps, per live head, from the same copy)",
     )
     gate_rule: str = Field(
         "interval",

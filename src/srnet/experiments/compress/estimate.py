@@ -177,10 +177,10 @@ def _stage_training(training: Any, overrides: dict[str, Any]) -> Any:
 
 
 def _distils_layers(keys: dict[str, Any]) -> bool:
-    """Whether a train stage distils hidden states (``--recovery-distill layers``): one forward pass
-    of a frozen dense teacher per step."""
-    objective = keys.get("objective") or {}
-    return bool((objective.get("params") or {}).get("hidden_weight"))
+    """Whether a train stage distils hidden states or attention maps (``--recovery-distill layers``,
+    ``attention``): one forward pass of a frozen dense teacher per step."""
+    params = (keys.get("objective") or {}).get("params") or {}
+    return bool(params.get("hidden_weight") or params.get("attention_weight"))
 
 
 def _dev_evaluations(training: Any, n_train: int) -> int:

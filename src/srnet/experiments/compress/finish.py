@@ -111,6 +111,8 @@ def distillation(objective: Any) -> str:
     params = objective.params.model_dump()
     if params.get("pred_weight", 0) == 0:
         return "none"
+    if params.get("attention_weight", 0) > 0:
+        return "attention"
     if params.get("hidden_weight", 0) > 0:
         return "layers"
     return "through-bias" if params.get("through_bias") else "plain"

@@ -1,7 +1,8 @@
 """The ``kd`` objective: the task loss plus distillation from a dense teacher (CoFi-style).
 
 ``loss = task_weight · task loss + pred_weight · T² · KL(teacher_T ‖ student_T)
-+ hidden_weight · d(h_student, h_teacher)`` (+ the pruning method's penalty).
++ hidden_weight · d(h_student, h_teacher) + attention_weight · KL(A_teacher ‖ A_student)``
+(+ the pruning method's penalty).
 
 * **Prediction layer:** the teacher's probabilities on the training set come from ``loss.teacher``
   (a run directory's ``predictions/train.jsonl`` or a predictions file, e.g. a sweep's ``predict``
@@ -15,6 +16,11 @@
   they train (``omp``, ``magnitude``, …; e.g. ``srnet compress``'s recovery, which starts from the
   dense PoE teacher) a frozen copy of the starting weights is taken when the objective is set up,
   before any step or resumed checkpoint, and costs one dense forward pass per step.
+* **Attention maps** (TinyBERT, MiniLM): on the same layers and from the same teacher, the KL of
+  each head's attention distribution over the keys, per non-padding query, averaged over the
+  student's **live** heads (a cut head, whose output columns are all masked, has no attention to
+  match). Attention maps need the eager attention kernel, so setting ``attention_weight`` switches
+  the model (and the teacher copy) to it.
 
 A debiasing loss as the task loss (``poe``, ``rmc``) is allowed: the student then follows the
 teacher it is given, so a debiased student should distil from a debiased teacher (the dense PoE
@@ -31,7 +37,7 @@ run's predictions), not from the biased CE model.
 from __future__ import annotations
 
 from copy import deepcopy
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 import torch.nn.functional as F
@@ -40,10 +46,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
+from srnet.errors import SrnetError
 from srnet.loss_inputs import BIAS, TEACHER, batch_inputs
+from srnet.models import MaskGroup, find_groups
+from srnet.pruning.importance import output_member
 from srnet.training.data import model_inputs
 from srnet.training.objectives.base import Objective, register_objective, with_penalty
-from srnet.training.objectives.pretraining import check_layers, hidden_distance, teacher_hidden_states
+from srnet.training.objectives.pretraining import check_layers, hidden_distance, teacher_outputs
 
 
 class KDParams(BaseModel):
@@ -64,7 +73,13 @@ class KDParams(BaseModel):
         0.0, ge=0.0, description="weight of the hidden-state term (the teacher: the run's starting "
         "model with its masks lifted; a frozen copy of it where the weights train)"
     )
-    layers: list[int] | None = Field(None, description="hidden-state term: layers 1..L matched (null: all)")
+    attention_weight: float = Field(
+        0.0, ge=0.0, description="weight of the attention-map term: KL(teacher ‖ student) of each live "
+        "head's attention distribution per token (the same teacher and layers; runs eager attention)"
+    )
+    layers: list[int] | None = Field(
+        None, description="hidden-state and attention terms: layers 1..L matched (null: all)"
+    )
     distance: Literal["mse", "cosine"] = Field("mse", description="hidden-state term: per-token distance")
 
 
@@ -81,16 +96,19 @@ class KnowledgeDistillation(Objective):
         return (TEACHER, BIAS) if self.params.through_bias else (TEACHER,)
 
     def setup(self, model: nn.Module, tokenizer) -> None:
-        if self.params.hidden_weight == 0:
+        if self.params.hidden_weight == 0 and self.params.attention_weight == 0:
             return
         self.layers = check_layers(self.params.layers, model)
+        if self.params.attention_weight:
+            eager_attention(model)
+            self.heads = find_groups(model, ["head"])
         self.frozen_teacher = frozen_copy(model) if weights_train(model) else None
 
     def step(self, model, batch, loss, *, progress, penalty, backward) -> dict[str, float]:
         p = self.params
         inputs = model_inputs(extract_model_from_parallel(model), batch)
-        hidden = p.hidden_weight > 0
-        out = model(**inputs, output_hidden_states=hidden)
+        hidden, attention = p.hidden_weight > 0, p.attention_weight > 0
+        out = model(**inputs, output_hidden_states=hidden, output_attentions=attention)
         logits = out.logits.float()
         logs: dict[str, float] = {}
         extras = batch_inputs(batch)
@@ -105,24 +123,74 @@ class KnowledgeDistillation(Objective):
             kl = F.kl_div(student, teacher, log_target=True, reduction="batchmean") * p.temperature ** 2
             total = total + p.pred_weight * kl
             logs["kd_pred"] = kl.item()
+        if hidden or attention:
+            flags = {"output_hidden_states": hidden, "output_attentions": attention}
+            teacher = self._teacher(extract_model_from_parallel(model), inputs, flags)
         if hidden:
-            targets = self._teacher_states(extract_model_from_parallel(model), inputs)
-            distance = hidden_distance(out.hidden_states, targets, inputs["attention_mask"], self.layers,
-                                       p.distance)
+            distance = hidden_distance(out.hidden_states, teacher.hidden_states, inputs["attention_mask"],
+                                       self.layers, p.distance)
             total = total + p.hidden_weight * distance
             logs["kd_hidden"] = distance.item()
+        if attention:
+            live = live_heads(self.heads)
+            kl_maps = attention_distance(out.attentions, teacher.attentions, inputs["attention_mask"],
+                                         self.layers, live)
+            total = total + p.attention_weight * kl_maps
+            logs["kd_attention"] = kl_maps.item()
         value = with_penalty(total, penalty)
         backward(value)
         return {"loss": value.item(), **logs}
 
     @torch.no_grad()
-    def _teacher_states(self, model: nn.Module, inputs: dict[str, Tensor]) -> tuple[Tensor, ...]:
+    def _teacher(self, model: nn.Module, inputs: dict[str, Tensor], flags: dict[str, bool]) -> Any:
         if self.frozen_teacher is None:
-            return teacher_hidden_states(model, inputs)
+            return teacher_outputs(model, inputs, **flags)
         device = inputs["input_ids"].device
         if next(self.frozen_teacher.parameters()).device != device:
             self.frozen_teacher.to(device)
-        return self.frozen_teacher(**inputs, output_hidden_states=True).hidden_states
+        return self.frozen_teacher(**inputs, **flags)
+
+
+def eager_attention(model: nn.Module) -> None:
+    """Switch ``model`` to the eager attention kernel, the one that returns attention maps; one
+    line when it cannot."""
+    if getattr(model.config, "_attn_implementation", "eager") == "eager":
+        return
+    if not hasattr(model, "set_attn_implementation"):
+        raise SrnetError(f"kd attention_weight: {type(model).__name__} cannot switch to eager attention, "
+                         "which attention maps need; set attention_weight 0")
+    model.set_attn_implementation("eager")
+
+
+def live_heads(groups: list[MaskGroup]) -> dict[int, Tensor]:
+    """Layer index (0-based) -> which of its heads are live: some weight of their output columns
+    is not masked to zero."""
+    live = {}
+    for group in groups:
+        member = output_member(group)
+        weight = member.module.weight.detach()  # the masked weight where a mask is applied
+        columns = weight.abs().sum(dim=0).view(member.parts, group.count, member.width)
+        live[group.layer] = columns.sum(dim=(0, 2)) > 0
+    return live
+
+
+def attention_distance(
+    student: tuple[Tensor, ...], teacher: tuple[Tensor, ...], attention_mask: Tensor,
+    layers: list[int], live: dict[int, Tensor],
+) -> Tensor:
+    """Mean over ``layers`` (1..L) of KL(teacher ‖ student) of the attention over the keys, per
+    live head and non-padding query; 0 where no head of those layers is live."""
+    queries = attention_mask.bool()
+    per_layer = []
+    for layer in layers:
+        heads = live[layer - 1]
+        if not heads.any():
+            continue
+        t = teacher[layer - 1][:, heads].float()
+        s = student[layer - 1][:, heads].float()
+        kl = (t * (t.clamp_min(1e-12).log() - s.clamp_min(1e-12).log())).sum(dim=-1)  # batch, head, query
+        per_layer.append(kl.transpose(1, 2)[queries].mean())
+    return torch.stack(per_layer).mean() if per_layer else student[0].new_zeros(())
 
 
 def weights_train(model: nn.Module) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -154,15 +154,21 @@ def unmasked_weights(model: nn.Module) -> Iterator[None]:
         yield
 
 
-@torch.no_grad()
 def teacher_hidden_states(model: nn.Module, inputs: dict[str, Tensor]) -> tuple[Tensor, ...]:
     """Hidden states (embeddings, layer 1, ..., layer L) of the unmasked model in eval mode."""
+    return teacher_outputs(model, inputs, output_hidden_states=True).hidden_states
+
+
+@torch.no_grad()
+def teacher_outputs(model: nn.Module, inputs: dict[str, Tensor], **outputs: bool) -> Any:
+    """The encoder's outputs (``outputs``: ``output_hidden_states``, ``output_attentions``) with
+    the masks lifted, in eval mode."""
     encoder = model.base_model
     was_training = encoder.training
     encoder.eval()
     try:
         with unmasked_weights(encoder):
-            return encoder(**inputs, output_hidden_states=True).hidden_states
+            return encoder(**inputs, **outputs)
     finally:
         encoder.train(was_training)
 
