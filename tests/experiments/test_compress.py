@@ -806,3 +806,23 @@ def test_training_stages_checkpoint_every_200_steps_unless_the_recipe_says(finet
     own = data_recipe()
     own["training"]["checkpoint_every"] = 7
     assert resolve_source(str(finetuned), own, None).recipe["training"]["checkpoint_every"] == 7
+
+
+def test_a_sweeps_compress_stage_reuses_an_earlier_stage_by_reference(finetuned, tmp_path):
+    """``reuse: "@a"`` in a study: stage b waits for a, copies a's teacher stages and trains its own
+    cut; ``reuse`` is not in b's key (the same result, sooner)."""
+    common = {"model": str(finetuned), "bias": BIAS, **FAST}
+    sweep = {"name": "s", "output_dir": str(tmp_path / "sweep"), "base": data_recipe(), "stages": {
+        "a": {"kind": "compress", "with": {**common, "sparsity": 0.5}},
+        "b": {"kind": "compress", "with": {**common, "sparsity": 0.3, "reuse": "@a"}}}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    jobs = {job.name: job for job in api.sweep(tmp_path / "sweep.yaml", **QUIET).jobs}
+    b = CompressRecord.load(jobs["b"].folder)
+    assert set(b.reused) == {"bias_fit", "dense", "teacher", "teacher_pred"} and b.level == 0.3
+    assert all(path.startswith(str(jobs["a"].folder)) for path in b.reused.values())
+    from srnet.experiments.compress.stage import CompressParams
+    from srnet.experiments.sweep.plan import key_params
+    from srnet.experiments.sweep.stages import get_stage
+
+    params = CompressParams(**{**common, "sparsity": 0.3, "reuse": "x"}).model_dump()
+    assert "reuse" not in key_params(get_stage("compress"), params)
