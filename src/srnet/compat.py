@@ -24,7 +24,8 @@ from typing import Any
 
 log = logging.getLogger("srnet.pruning")
 
-RECIPE_KEYS_ADDED_LATER: dict[str, Any] = {"evaluation.runtime": "torch", "loss.inputs": {}}
+RECIPE_KEYS_ADDED_LATER: dict[str, Any] = {"evaluation.runtime": "torch", "loss.inputs": {},
+                                            "model.drop_layers": []}
 """Recipe keys (dotted: ``section.key``)."""
 
 SPLIT_KEYS_ADDED_LATER: dict[str, Any] = {"ids_file": None}

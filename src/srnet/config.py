@@ -57,6 +57,18 @@ class ModelConfig(_Strict):
         None, description="run directory whose exported model is the starting point (e.g. fine-tuned)"
     )
     max_length: int = Field(128, gt=8, description="max tokens per example (pairs truncated longest-first)")
+    drop_layers: list[int] = Field(
+        default_factory=list,
+        description="transformer layers (0-based) removed from the model when it loads, before any "
+        "training: whole-layer removal (the rest keep their weights; the model saves with fewer layers)",
+    )
+
+    @field_validator("drop_layers")
+    @classmethod
+    def _distinct_layers(cls, value: list[int]) -> list[int]:
+        if any(i < 0 for i in value) or len(set(value)) != len(value):
+            raise ValueError(f"{value}: give distinct layer indices from 0")
+        return sorted(value)
 
 
 class DataConfig(_Strict):

@@ -60,6 +60,10 @@ class Family:
     shrunk: str | None = None
     """The class in :mod:`srnet.models.shrunk` its shrunk export loads with (None: no ``--shrink``)."""
     classifier: tuple[str, ...] = CLASSIFIER_PATHS
+    depth_key: str | None = "num_hidden_layers"
+    """The config attribute holding the number of blocks; None where a block's computation depends
+    on its index (ModernBERT's local/global attention) or blocks are shared (ALBERT), so whole
+    blocks cannot be removed (:func:`srnet.models.layers.drop_layers`)."""
 
     def __post_init__(self) -> None:
         where = f"model family '{self.model_type}'"
@@ -118,8 +122,8 @@ def shrunk_class_name(model_type: str) -> str:
 
 def family_table() -> str:
     """The families as a Markdown table (the one in ``docs/architecture.md``)."""
-    rows = ["| model_type | family | block | matrices by role | heads | positions | shrinks |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| model_type | family | block | matrices by role | heads | positions | shrinks | drops layers |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in FAMILIES.names():
         f = FAMILIES[name]
         block = re.sub(r"\(\?P<layer>\\d\+\)", "N", f.layer.replace("(^|\\.)", ""))
@@ -127,7 +131,7 @@ def family_table() -> str:
         roles = ", ".join(f"{role} `{path}`" + (f" ({f.parts(role)} parts)" if f.parts(role) > 1 else "")
                           for role, path in f.roles.items())
         rows.append(f"| `{name}` | {f.label} | `{block}` | {roles} | `{f.heads_key}` | {f.positions} | "
-                    f"{'yes' if f.shrunk else 'no'} |")
+                    f"{'yes' if f.shrunk else 'no'} | {'yes' if f.depth_key else 'no'} |")
     return "\n".join(rows)
 
 
@@ -148,7 +152,7 @@ for _family in (
     Family("distilbert", "DistilBERT", _LAYER,
            {"query": "attention.q_lin", "key": "attention.k_lin", "value": "attention.v_lin",
             "attn_out": "attention.out_lin", "ffn_in": "ffn.lin1", "ffn_out": "ffn.lin2"},
-           heads_key="n_heads", shrunk="SrnetDistilBertForSequenceClassification",
+           heads_key="n_heads", depth_key="n_layers", shrunk="SrnetDistilBertForSequenceClassification",
            classifier=(*CLASSIFIER_PATHS, r"^pre_classifier$")),
     Family("deberta-v2", "DeBERTa-v2/v3", _LAYER,
            {"query": "attention.self.query_proj", "key": "attention.self.key_proj",
@@ -163,10 +167,10 @@ for _family in (
     Family("albert", "ALBERT (a group's one shared layer)",
            r"\.albert_layer_groups\.(?P<layer>\d+)\.albert_layers\.0\.",
            {"query": "attention.query", "key": "attention.key", "value": "attention.value",
-            "attn_out": "attention.dense", "ffn_in": "ffn", "ffn_out": "ffn_output"}),
+            "attn_out": "attention.dense", "ffn_in": "ffn", "ffn_out": "ffn_output"}, depth_key=None),
     Family("modernbert", "ModernBERT", r"\.layers\.(?P<layer>\d+)\.",
            {"qkv": "attn.Wqkv", "attn_out": "attn.Wo", "ffn_in": "mlp.Wi", "ffn_out": "mlp.Wo"},
-           positions="relative", fused={"qkv": 3}, gated_ffn=True,
+           positions="relative", fused={"qkv": 3}, gated_ffn=True, depth_key=None,
            shrunk="SrnetModernBertForSequenceClassification"),
 ):
     register_family(_family)

@@ -26,6 +26,7 @@ from srnet.experiments.run.finish import Outcome, finish_run, mask_metadata, spa
 from srnet.experiments.run.kinds import RunKind, register_run_kind
 from srnet.export import bake_masks
 from srnet.models import default_device, load_masked_lm, load_tokenizer
+from srnet.models.layers import drop_layers
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
 from srnet.pruning.lifecycle import check_data, prune
@@ -112,6 +113,7 @@ def prepare_text(recipe: Recipe) -> PreparedText:
     else:
         raise SrnetError("the text task needs data.train or data.dev")
     model, fresh = load_masked_lm(source)
+    drop_layers(model, recipe.model.drop_layers)
     objective.check(model, tokenizer)
     trained = objective.trains_head(fresh) and train is not None
     head = ("new, trained with the mask" if trained else "new, untrained") if fresh else (

@@ -24,6 +24,7 @@ from srnet.export import bake_masks
 from srnet.export.onnx import GraphFile, require_onnx, runtime_graphs, runtime_model, verify_export
 from srnet.export.runtimes import get_runtime
 from srnet.models import check_max_length, default_device, load_classifier, load_tokenizer
+from srnet.models.layers import drop_layers
 from srnet.pruning import build_method
 from srnet.pruning.base import PruningMethod
 from srnet.pruning.lifecycle import check_data, prune
@@ -85,7 +86,7 @@ class TaskRun(RunKind):
         graphs = scored_graphs(recipe, method, source, data)  # their SHA-256 checked before the model loads
         verify_export(source)  # an export's weights, config and tokenizer, before any is read
         tokenizer = load_tokenizer(source, recipe.model.max_length)
-        model = load_classifier(source, task.labels)
+        model = drop_layers(load_classifier(source, task.labels), recipe.model.drop_layers)
         check_max_length(recipe.model.max_length, model)
         method.check(model)  # e.g. fixed: its mask file is readable, fits this model and its granularity
         return Prepared(task, data, source, tokenizer, model, method, objective, loss, extras or {}, graphs)
