@@ -535,6 +535,7 @@ def test_cli_exit_code_is_3_when_a_gate_fails(compressed, tmp_path, capsys):
     (["--sparsity", "0.5", "--bias", "no_such_feature"], "--bias no_such_feature: neither a bias feature"),
     (["--sparsity", "0.5", "--recovery-distill", "kl"], "--recovery-distill kl: not one of plain"),
     (["--sparsity", "0.5", "--recovery-distill", "through-bias"], "--recovery-distill through-bias combines"),
+    (["--sparsity", "0.5", "--drop-layers", "2"], "--drop-layers 2: the model has 2 layers; give at most 1"),
 ])
 def test_bad_input_is_one_line_before_training(finetuned, tmp_path, capsys, args, message):
     out = tmp_path / "c"
@@ -826,3 +827,39 @@ def test_a_sweeps_compress_stage_reuses_an_earlier_stage_by_reference(finetuned,
 
     params = CompressParams(**{**common, "sparsity": 0.3, "reuse": "x"}).model_dump()
     assert "reuse" not in key_params(get_stage("compress"), params)
+
+
+def test_drop_layers_removes_the_top_layers_from_the_student_and_the_shipped_model(compressed, tmp_path):
+    """--drop-layers 1 on the 2-layer model: the student's recipe drops layer 1, the shipped model
+    has one layer (its config records the drop), the record, card and summary say so, and the
+    stages the student does not change are reused from the 2-layer compression."""
+    from transformers import AutoModelForSequenceClassification
+
+    from srnet.experiments.compress.summary import compress_summary
+
+    result = api.compress(compressed.record.model, out=tmp_path / "d", reuse=compressed.out, sparsity=0.5,
+                          drop_layers=1, bias=BIAS, **FAST, recipe=data_recipe(), **QUIET)
+    record = result.record
+    assert record.dropped_layers == [1] and {"teacher", "teacher_pred"} <= set(record.reused)
+    student = yaml.safe_load((Path(record.stages["student"]) / "config.yaml").read_text())
+    assert student["model"]["drop_layers"] == [1]
+    shipped = AutoModelForSequenceClassification.from_pretrained(tmp_path / "d" / "model", trust_remote_code=True)
+    assert len(shipped.bert.encoder.layer) == 1 and shipped.config.srnet_dropped_layers == [1]
+    assert record.figures["student"].sparsity == pytest.approx(0.5, abs=0.02)  # of the layer left
+    card = (tmp_path / "d" / "model" / "README.md").read_text()
+    assert "The cut: layers 1 removed and 50% of the heads and FFN neurons of every remaining layer" in card
+    assert "layers 1 removed and 50%" in compress_summary(record)
+
+
+def test_the_sizing_times_the_levels_on_the_model_without_its_dropped_layers(finetuned):
+    """With --drop-layers the levels (and level 0) are timed on the shallower model, against the
+    whole dense model in PyTorch; the setting is part of what the sizing was sized for."""
+    from srnet.experiments.compress.sizing import size_to_machine, sizing_settings
+    from srnet.experiments.compress.source import resolve_source
+
+    config = CompressConfig(speedup=1.01, levels=[0.0, 0.5], drop_layers=1, rounds=3, batch=4, length=32,
+                            margin=0.0, runtime="torch", refine=False)
+    sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
+    assert [p.level for p in sizing.curve] == [0.0, 0.5]
+    assert sizing.curve[0].speedup != 1.0  # timed: one layer of two, not the baseline itself
+    assert sizing_settings(config)["drop_layers"] == 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from srnet.experiments.compress.record import CompressRecord, ModelFigures
+from srnet.experiments.compress.record import CompressRecord, ModelFigures, cut_words
 from srnet.export.card import card_data, render_card
 from srnet.export.runtimes import get_runtime
 
@@ -69,6 +69,9 @@ def _what(record: CompressRecord) -> str:
         "physically "
         "shrunk (OMP-gradient)."
     )
+    if record.dropped_layers:
+        how = "; heads and neurons by OMP-gradient, physically shrunk" if record.level else ""
+        cut = f"The cut: {cut_words(record.level, record.dropped_layers)} (layers 0-based{how})."
     return f"{cut} {recovery_sentence(record)}"
 
 

@@ -48,6 +48,7 @@ class CompressConfig(VerbConfig):
         "gate_rule": "points",
         "refine": False,
         "gradual_cut": 0.0,
+        "drop_layers": 0,
     }
 
     speedup: float | None = Field(
@@ -91,6 +92,13 @@ class CompressConfig(VerbConfig):
         json_schema_extra={"metavar": "LEVEL"},
         description="candidate head+neuron levels timed for --speedup (0: no cut, the dense model in "
         "the runtime)",
+    )
+    drop_layers: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="whole layers removed before the cut: the N nearest the output, from the student "
+        "(the levels then cut the heads and FFN neurons of the layers left, and are timed so)",
     )
     refine: bool = Field(
         True,

@@ -64,6 +64,7 @@ def finish(
         elapsed_s=round(elapsed_s, 1),
         peak_rss_mb=round(peak_rss_mb, 1),
         stages=outputs,
+        dropped_layers=_dropped_layers(Path(outputs["export"])),
         reused=reused or {},
         bias=config.bias,
         **describe_data(source),
@@ -73,6 +74,14 @@ def finish(
     write_model(record, sizing, Path(outputs["export"]), out / "model")
     record.save(out)
     return record
+
+
+def _dropped_layers(export: Path) -> list[int]:
+    """The layers the shipped model lacks, as its own config records them."""
+    from srnet.models.layers import DROPPED_KEY
+
+    config = json.loads((export / "config.json").read_text(encoding="utf-8"))
+    return list(config.get(DROPPED_KEY) or [])
 
 
 def frontier(figures: dict[str, ModelFigures], speed: Speed, runtime: str) -> list[FrontierPoint]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from srnet.experiments.compress.config import ATTACK_DEFAULT, DISTILLATION, CompressConfig
-from srnet.experiments.compress.source import Source, bias_setting, id_split
+from srnet.experiments.compress.source import Source, bias_setting, dropped_layers, id_split
 from srnet.export.runtimes import get_runtime
 
 RECOVERY_LR = 5.0e-5
@@ -73,7 +73,8 @@ def student_keys(
     shared: dict[str, Any],
     bias_file: str | None,
 ) -> dict[str, Any]:
-    """The student's recipe keys: the cut at ``level`` (none at 0) and the recovery."""
+    """The student's recipe keys: ``--drop-layers``, the cut at ``level`` (none at 0) and the recovery."""
+    dropped = dropped_layers(source, config.drop_layers)
     loss = {
         "name": "poe" if config.bias is not None else "ce",
         **({"teacher": "@teacher_pred"} if config.recovery_distill != "none" else {}),
@@ -88,8 +89,10 @@ def student_keys(
         "training.lr": RECOVERY_LR,
         "training.warmup_ratio": 0.0,
         **recovery_length(config, source.recipe["training"]),
-        "tags.paradigm": "structured" if level else "dense",
+        "tags.paradigm": "structured" if level or dropped else "dense",
     }
+    if dropped:
+        keys["model.drop_layers"] = dropped
     if level:
         gradual = {"gradual": config.gradual_cut} if config.gradual_cut else {}
         keys["pruning"] = {
@@ -119,7 +122,7 @@ def artifact_stages(
                 "model.name": "@export",
                 "model.init_from": None,
                 "evaluation.runtime": runtime.name,
-                "tags.paradigm": "structured" if level else "dense",
+                "tags.paradigm": "structured" if level or config.drop_layers else "dense",
             },
         },
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from srnet.errors import SrnetError
 from srnet.experiments.compress.config import ATTACK_DEFAULT, CompressConfig
-from srnet.experiments.compress.source import Source, bias_setting, check_family, id_split
+from srnet.experiments.compress.source import Source, bias_setting, check_family, dropped_layers, id_split
 
 SHRUNK_MARKERS = ("srnet_linear_shapes",)
 """``config.json`` keys that only an srnet shrunk export writes."""
@@ -30,6 +30,7 @@ def preflight(source: Source, config: CompressConfig) -> Preflight:
     verify_export(source.weights)  # an srnet export's files are what its record hashed
     check_not_shrunk(source)
     check_family(source)
+    dropped_layers(source, config.drop_layers)
     bias_setting(config.bias, source)  # a typo, or a bias file for other data
     examples = _split_sizes(source)
     check_bias_inputs(source, config)

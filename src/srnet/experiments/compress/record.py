@@ -101,6 +101,15 @@ class Recovery(_Record):
     """The fraction of the recovery over which the cut deepened (0: cut before it)."""
 
 
+def cut_words(level: float, dropped: list[int]) -> str:
+    """The cut in a few words: the layers removed whole and the level of heads and neurons."""
+    layers = f"layers {', '.join(map(str, dropped))} removed" if dropped else ""
+    heads = f"{level:.0%} of the heads and FFN neurons of every {'remaining ' if dropped else ''}layer"
+    if not level:
+        return f"{layers}, no head or neuron cut" if dropped else "no cut (the dense model in the runtime)"
+    return f"{layers} and {heads}" if dropped else heads
+
+
 class CompressRecord(_Record):
     """``compress.json``."""
 
@@ -119,6 +128,9 @@ class CompressRecord(_Record):
     elapsed_s: float
     peak_rss_mb: float
     stages: dict[str, str]
+    dropped_layers: list[int] = []
+    """The original layers (0-based) the shipped model lacks (``--drop-layers``), as its config
+    records them."""
     reused: dict[str, str] = {}
     """Stage -> the earlier compression's folder ``--reuse`` copied it from (``elapsed_s`` leaves
     their time out)."""

@@ -158,8 +158,10 @@ def plan_only(run: Attempt) -> CompressResult:
     written."""
     from srnet.experiments.compress.estimate import estimate_seconds
     from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.record import cut_words
     from srnet.experiments.compress.reuse import reusable
     from srnet.experiments.compress.sizing import sizing_for
+    from srnet.experiments.compress.source import dropped_layers
     from srnet.experiments.sweep.plan import describe_plan, plan_sweep
 
     source, config, progress = run.source, run.config, run.progress
@@ -170,13 +172,8 @@ def plan_only(run: Attempt) -> CompressResult:
     to_run = {**sweep, "stages": {k: v for k, v in sweep["stages"].items() if k not in copied}}
     estimate = estimate_seconds(source, to_run, config)
     total = sizing.elapsed_s + estimate["total_s"]  # the run sizes again, as this dry run did
-    level = (
-        "no cut (the dense model in the runtime)"
-        if sizing.level == 0
-        else f"{sizing.level:.0%} of the heads and FFN neurons of every layer"
-    )
     lines = [
-        f"level: {level}",
+        f"level: {cut_words(sizing.level, dropped_layers(source, config.drop_layers))}",
         *describe_plan(jobs),
         *([f"reuse from {run.earlier}: {', '.join(copied)}"] if copied else []),
         f"estimate on this machine: {total / 60:.1f} min (sizing {sizing.elapsed_s / 60:.1f} min, "

@@ -59,7 +59,8 @@ class Sizing(BaseModel):
         return value
 
 
-SIZING_KEYS = ("speedup", "sparsity", "levels", "refine", "margin", "runtime", "batch", "length", "threads")
+SIZING_KEYS = ("speedup", "sparsity", "levels", "refine", "margin", "runtime", "batch", "length", "threads",
+               "drop_layers")
 """The settings a sizing depends on: a resume with another value of one is refused."""
 
 
@@ -220,12 +221,15 @@ def _level_rows(
 def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any], list[str | None]]:
     """The bench of dense PyTorch FP32 and every level, and each level's row label (None: the
     dense model in PyTorch, which is the baseline itself)."""
+    import copy
     from dataclasses import replace
 
     import torch
 
+    from srnet.experiments.compress.source import dropped_layers
     from srnet.experiments.timing import Candidate, load_candidate, omp_variants, run_bench
     from srnet.experiments.verbs.bench import BenchConfig
+    from srnet.models.layers import drop_layers
 
     runtime = get_runtime(config.runtime)
     length = 128 if config.length == "auto" else config.length  # auto: the inputs replace the grid
@@ -242,10 +246,17 @@ def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any
     try:
         torch.set_num_threads(config.threads)
         dense = load_candidate(str(source.weights))
+        dropped = dropped_layers(source, config.drop_layers)
+        base = dense
+        if dropped:  # the levels cut the layers left
+            shallower = drop_layers(copy.deepcopy(dense.model), dropped)
+            base = Candidate(f"layers {_listed(dropped)} removed", shallower)
         cut = [level for level in config.levels if level > 0]
-        variants = omp_variants(dense, cut, granularities=("head+neuron",))
-        timed_uncut = runtime.needs_onnx and 0 in config.levels  # in torch, no cut is the baseline itself
-        uncut = [Candidate("no cut (dense graph)", dense.model)] if timed_uncut else []
+        variants = omp_variants(base, cut, granularities=("head+neuron",))
+        # in torch, the dense model uncut is the baseline itself
+        timed_uncut = (runtime.needs_onnx or bool(dropped)) and 0 in config.levels
+        uncut_label = base.label if dropped else "no cut (dense graph)"
+        uncut = [Candidate(uncut_label, base.model)] if timed_uncut else []
         inputs = timing_inputs(source, config)
         result = run_bench([replace(dense, onnx=False), *uncut, *variants], bench_config, inputs)
     finally:
@@ -254,6 +265,10 @@ def _bench_levels(source: Source, config: CompressConfig) -> tuple[dict[str, Any
     by_level[0.0] = uncut[0].label if uncut else None
     labels = [by_level[level] for level in config.levels]
     return result, labels
+
+
+def _listed(indices: list[int]) -> str:
+    return ", ".join(map(str, indices))
 
 
 def timing_inputs(source: Source, config: CompressConfig) -> list[Any] | None:

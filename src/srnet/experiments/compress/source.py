@@ -84,6 +84,27 @@ def check_family(source: Source) -> str:
     return family
 
 
+def dropped_layers(source: Source, drop: int) -> list[int]:
+    """The ``--drop-layers`` blocks (0-based): the ``drop`` nearest the output; one line when the
+    model's family cannot lose whole layers or would have none left."""
+    from transformers import AutoConfig
+
+    from srnet.models.families import family_of
+    from srnet.models.layers import top_layers
+
+    if not drop:
+        return []
+    config = AutoConfig.from_pretrained(source.weights, local_files_only=True)
+    family = family_of(config.model_type)
+    if family is None or family.depth_key is None:
+        raise SrnetError(f"--drop-layers {drop}: a {config.model_type} model's layers cannot be removed "
+                         "(its blocks depend on their index or are shared); give 0")
+    depth = getattr(config, family.depth_key)
+    if drop >= depth:
+        raise SrnetError(f"--drop-layers {drop}: the model has {depth} layers; give at most {depth - 1}")
+    return top_layers(depth, drop)
+
+
 def bias_setting(bias: str | None, source: Source) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(recipe keys, the bias_fit stage or None) for ``--bias``; a bias file is checked against the
     training split's ids before anything runs."""
