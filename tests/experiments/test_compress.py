@@ -843,7 +843,8 @@ def test_drop_layers_removes_the_top_layers_from_the_student_and_the_shipped_mod
     assert record.dropped_layers == [1] and {"teacher", "teacher_pred"} <= set(record.reused)
     student = yaml.safe_load((Path(record.stages["student"]) / "config.yaml").read_text())
     assert student["model"]["drop_layers"] == [1]
-    shipped = AutoModelForSequenceClassification.from_pretrained(tmp_path / "d" / "model", trust_remote_code=True)
+    shipped = AutoModelForSequenceClassification.from_pretrained(tmp_path / "d" / "model",
+                                                                 trust_remote_code=True)
     assert len(shipped.bert.encoder.layer) == 1 and shipped.config.srnet_dropped_layers == [1]
     assert record.figures["student"].sparsity == pytest.approx(0.5, abs=0.02)  # of the layer left
     card = (tmp_path / "d" / "model" / "README.md").read_text()
@@ -863,3 +864,23 @@ def test_the_sizing_times_the_levels_on_the_model_without_its_dropped_layers(fin
     assert [p.level for p in sizing.curve] == [0.0, 0.5]
     assert sizing.curve[0].speedup != 1.0  # timed: one layer of two, not the baseline itself
     assert sizing_settings(config)["drop_layers"] == 1
+
+
+def test_the_estimate_counts_a_shallower_students_steps_at_their_share_of_the_layers(finetuned, tmp_path):
+    """--drop-layers 1 of 2: the student's steps are estimated at half a whole model's step (the
+    stages before it unchanged), since the dry run's probe times the whole model."""
+    from srnet.experiments.compress.estimate import Probe, plan_seconds
+    from srnet.experiments.compress.plan import compress_sweep
+    from srnet.experiments.compress.source import resolve_source
+    from srnet.training.config import TrainingConfig
+
+    source = resolve_source(str(finetuned), data_recipe(), None)  # one training stage of 4 steps each
+    whole, shallow = CompressConfig(sparsity=0.5), CompressConfig(sparsity=0.5, drop_layers=1)
+    training = source.recipe["training"]
+    measured = Probe(step_s=1.0, forward_s=0.1, timing_s=0.01, n_train=32, n_dev=30, n_eval=54, eval_batch=8,
+                     training=TrainingConfig(**training), layers=2)
+    a = plan_seconds(measured, compress_sweep(source, 0.5, whole, tmp_path / "a"), whole)
+    b = plan_seconds(measured, compress_sweep(source, 0.5, shallow, tmp_path / "b"), shallow)
+    assert a["train_steps"] == b["train_steps"]
+    student_steps = 4 * 2  # the default recovery: twice the recipe's 4 steps
+    assert a["train_s"] - b["train_s"] == pytest.approx(student_steps * 0.5)

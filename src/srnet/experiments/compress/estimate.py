@@ -31,6 +31,8 @@ class Probe:
     eval_batch: int
     training: Any
     """The recipe's ``training`` section."""
+    layers: int = 0
+    """The model's transformer layers (a stage that drops some steps at the rest's share)."""
 
 
 def probe(source: Source, config: CompressConfig) -> Probe:
@@ -41,6 +43,7 @@ def probe(source: Source, config: CompressConfig) -> Probe:
     so nothing is trained.  The splits are read by the run's own loader."""
     from srnet.config import recipe_from_dict
     from srnet.experiments.run.data import load_run_data
+    from srnet.models.layers import layer_count
     from srnet.models.loading import load_classifier, load_tokenizer
     from srnet.tasks import get_task
 
@@ -62,6 +65,7 @@ def probe(source: Source, config: CompressConfig) -> Probe:
         n_eval,
         recipe.training.eval_batch_size,
         recipe.training,
+        layer_count(model),
     )
 
 
@@ -132,7 +136,8 @@ def plan_seconds(measured: Probe, sweep: dict[str, Any], config: CompressConfig)
     trained = [_stage_training(measured.training, keys) for keys in trains]
     steps = [total_steps(cfg, measured.n_train) * cfg.grad_accum for cfg in trained]
     train_steps = sum(steps)
-    teacher_steps = sum(n for n, keys in zip(steps, trains, strict=True) if _distils_layers(keys))
+    full_steps = [n * _depth_share(keys, measured.layers) for n, keys in zip(steps, trains, strict=True)]
+    teacher_steps = sum(n for n, keys in zip(full_steps, trains, strict=True) if _distils_layers(keys))
     teacher_step_s = measured.forward_s * measured.training.batch_size / measured.eval_batch
     dev_evaluations = sum(_dev_evaluations(cfg, measured.n_train) for cfg in trained) if measured.n_dev else 0
     evaluations = sum(1 for s in stages if s["kind"] in ("train", "evaluate"))
@@ -144,7 +149,7 @@ def plan_seconds(measured: Probe, sweep: dict[str, Any], config: CompressConfig)
     attack = sweep["stages"].get("attack")
     per_input_s = measured.forward_s / measured.eval_batch
     parts = {
-        "train_s": train_steps * measured.step_s,
+        "train_s": sum(full_steps) * measured.step_s,
         "teacher_s": teacher_steps * teacher_step_s,
         "predict_s": batches_of(measured.n_train) * measured.forward_s * predictions,
         "eval_s": (evaluations * batches_of(measured.n_eval) + dev_evaluations * batches_of(measured.n_dev))
@@ -174,6 +179,13 @@ def _stage_training(training: Any, overrides: dict[str, Any]) -> Any:
     (``--recovery-epochs`` on the student)."""
     keys = {k.removeprefix("training."): v for k, v in overrides.items() if k.startswith("training.")}
     return training.model_copy(update=keys)
+
+
+def _depth_share(keys: dict[str, Any], layers: int) -> float:
+    """The share of the model's layers a train stage keeps (``model.drop_layers``): its step costs
+    about that share of a whole model's."""
+    dropped = len(keys.get("model.drop_layers") or [])
+    return (layers - dropped) / layers if layers and dropped else 1.0
 
 
 def _distils_layers(keys: dict[str, Any]) -> bool:
