@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import merge, tiny_recipe
+from conftest import FAMILY_MODELS, merge, tiny_classifier, tiny_recipe
 from srnet import api
 from srnet.errors import SrnetError
 from srnet.experiments.verbs.split_predictions import predict_run_split
@@ -220,3 +220,19 @@ def test_kd_bad_input_is_one_line(tmp_path, tiny_model_dir, teacher, change, mes
         api.run(spec)
     assert "\n" not in str(info.value)
     assert not (tmp_path / "bad").exists() or "hidden_weight" in message or "range" in message
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_MODELS))
+def test_every_family_gives_the_attention_maps_the_attention_term_reads(family):
+    """``--recovery-distill attention`` reads one map per layer and head: every family entry's model,
+    switched to eager attention, returns them (a family that could not would fail only after the
+    teacher had trained)."""
+    from srnet.training.objectives.kd import eager_attention
+
+    model_type, config = FAMILY_MODELS[family]
+    model = tiny_classifier(model_type, layers=2, heads=2, **config).eval()
+    eager_attention(model)
+    ids = torch.randint(1000, 2000, (2, 7))
+    with torch.no_grad():
+        maps = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True).attentions
+    assert maps is not None and [tuple(m.shape) for m in maps] == [(2, 2, 7, 7)] * 2
