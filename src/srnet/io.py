@@ -256,6 +256,17 @@ def folder_sha256(folder: str | Path) -> str:
     return digest.hexdigest()
 
 
+def file_manifest(folder: str | Path, exclude: tuple[str, ...] = ()) -> dict[str, str]:
+    """Relative name -> SHA-256 of each file under ``folder``, in name order, but those whose name
+    matches a glob of ``exclude``."""
+    from fnmatch import fnmatch
+
+    folder = Path(folder)
+    files = sorted(p for p in folder.rglob("*")
+                   if p.is_file() and not any(fnmatch(p.name, pattern) for pattern in exclude))
+    return {p.relative_to(folder).as_posix(): file_sha256(p) for p in files}
+
+
 def _digest_file(digest: Any, path: Path) -> None:
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

@@ -884,3 +884,40 @@ def test_the_estimate_counts_a_shallower_students_steps_at_their_share_of_the_la
     assert a["train_steps"] == b["train_steps"]
     student_steps = 4 * 2  # the default recovery: twice the recipe's 4 steps
     assert a["train_s"] - b["train_s"] == pytest.approx(student_steps * 0.5)
+
+
+def _earlier_teacher(earlier: Path) -> Path:
+    (folder,) = (earlier / "stages" / "teacher").iterdir()
+    return folder
+
+
+@pytest.mark.parametrize(("spoil", "message"), [
+    (lambda t: (t / "model" / "model.safetensors").write_bytes(b"other"), "changed since its stage"),
+    (lambda t: (t / "config.yaml").unlink(), "is gone since its stage finished"),
+    (lambda t: (t / "stage.json").write_text(json.dumps(
+        {k: v for k, v in json.loads((t / "stage.json").read_text()).items() if k != "files"})),
+     "records no digests of the stage's files"),
+])
+def test_reuse_copies_only_files_that_match_the_stages_recorded_digests(compressed, tmp_path, spoil, message):
+    """A finished stage's stage.json lists each file it wrote with its SHA-256; --reuse checks every
+    copy against it (one line naming the file, nothing left in --out) and refuses a stage without one."""
+    earlier = _copy_of(compressed, tmp_path)
+    spoil(_earlier_teacher(earlier))
+    with pytest.raises(SrnetError, match=message) as err:
+        api.compress(compressed.record.model, out=tmp_path / "c", reuse=earlier, sparsity=0.3, bias=BIAS,
+                     **FAST, recipe=data_recipe(), **QUIET)
+    assert "\n" not in str(err.value) and not list((tmp_path / "c" / "stages").glob("teacher/*/stage.json"))
+
+
+def test_reuse_leaves_behind_what_later_stages_wrote_into_a_reused_folder(compressed, tmp_path):
+    """The earlier compression's attack wrote its charswap record into the teacher's folder after the
+    teacher finished: it belongs to that compression, so the copy (with --attack-n 0) has none."""
+    teacher = _earlier_teacher(compressed.out)
+    assert (teacher / "attack").is_dir()  # what the earlier attack stage added
+    recorded = json.loads((teacher / "stage.json").read_text())["files"]
+    assert "model/model.safetensors" in recorded and not any(n.startswith("attack/") for n in recorded)
+    result = api.compress(compressed.record.model, out=tmp_path / "c", reuse=compressed.out, sparsity=0.3,
+                          bias=BIAS, **{**FAST, "attack_n": 0}, recipe=data_recipe(), **QUIET)
+    copied = Path(result.record.stages["teacher"])
+    assert "teacher" in result.record.reused and not (copied / "attack").exists()
+    assert result.record.figures["teacher"].charswap_aua is None

@@ -49,13 +49,15 @@ def reuse_folder(reuse: Path, out: Path, source_sha256: str) -> Path:
 def reusable(jobs: list, folder: Path) -> dict[str, Path]:
     """Stage name -> the complete folder in ``folder``'s stages with the same key, for each job
     not already run here; one line when none matches (the model path, recipe or teacher settings
-    differ), so ``--reuse`` never silently does nothing."""
+    differ), so ``--reuse`` never silently does nothing, or when a match records no manifest of its
+    files to check the copy against (an older srnet finished it)."""
     from srnet.rundir.layout import COMPLETE
 
     found = {}
     for job in jobs:
         earlier = folder / "stages" / job.folder.parent.name / job.key
         if (earlier / COMPLETE).is_file() and not (job.folder / COMPLETE).is_file():
+            manifest(earlier)  # refused here, before anything is copied
             found[job.name] = earlier
     if not found and not any((job.folder / COMPLETE).is_file() for job in jobs):
         raise SrnetError(
@@ -65,23 +67,53 @@ def reusable(jobs: list, folder: Path) -> dict[str, Path]:
     return found
 
 
+def manifest(earlier: Path) -> dict[str, str]:
+    """The files a finished stage wrote (relative name -> SHA-256, from its ``stage.json``)."""
+    import json
+
+    from srnet.rundir.layout import COMPLETE
+
+    files = json.loads((earlier / COMPLETE).read_text(encoding="utf-8")).get("files")
+    if not isinstance(files, dict):
+        raise SrnetError(
+            f"--reuse: {earlier / COMPLETE} records no digests of the stage's files (an older srnet "
+            "finished it), so a copy could not be checked; run the stage again"
+        )
+    return files
+
+
 def adopt(jobs: list, found: dict[str, Path], stages: Path, progress: Callable[[str], None]) -> None:
     """Copy each found stage into place, whole or not at all (an unfinished folder of this
-    compression's own is replaced; lock files are left behind), and log a ``reused`` event."""
+    compression's own is replaced): the files its manifest lists, each checked against its recorded
+    SHA-256 (files a later stage of that compression added, and locks, stay behind), and log a
+    ``reused`` event."""
     from srnet.experiments.sweep.execute import log_event
     from srnet.io import atomic_folder
 
     for job in [job for job in jobs if job.name in found]:
         earlier = found[job.name]
         job.folder.parent.mkdir(parents=True, exist_ok=True)
-        atomic_folder(
-            job.folder,
-            lambda tmp, earlier=earlier: shutil.copytree(
-                earlier, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.lock", ".*.guard")
-            ),
-        )
+        atomic_folder(job.folder, lambda tmp, earlier=earlier: _checked_copy(earlier, tmp))
         log_event(stages, "reused", job, source=str(earlier))
         progress(f"reuse: {job.name} ({job.key}) copied from {earlier}")
+
+
+def _checked_copy(earlier: Path, tmp: Path) -> None:
+    """The manifest's files and the stage marker copied into ``tmp``; one line naming the first file
+    missing or changed since the stage finished."""
+    from srnet.io import file_sha256
+    from srnet.rundir.layout import COMPLETE
+
+    for name, digest in manifest(earlier).items():
+        source, target = earlier / name, tmp / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not source.is_file():
+            raise SrnetError(f"--reuse: {source} is gone since its stage finished; run the stage again")
+        shutil.copy2(source, target)
+        if file_sha256(target) != digest:
+            raise SrnetError(f"--reuse: {source} changed since its stage finished (its SHA-256 is not the "
+                             "recorded one); run the stage again")
+    shutil.copy2(earlier / COMPLETE, tmp / COMPLETE)
 
 
 def reused_stages(stages: Path, jobs: list) -> dict[str, str]:

@@ -30,7 +30,7 @@ from srnet.errors import SrnetError
 from srnet.experiments.sweep.plan import Job
 from srnet.experiments.sweep.reaper import start_reaper
 from srnet.experiments.sweep.stages import get_stage
-from srnet.io import atomic_write_json
+from srnet.io import atomic_write_json, file_manifest
 from srnet.plugins import load_plugins
 from srnet.rundir import locks
 from srnet.rundir.layout import COMPLETE
@@ -60,6 +60,11 @@ class SweepResult:
                 f"{len(self.failed)} failed, {len(self.skipped)} skipped)")
 
 
+NOT_IN_MANIFEST = (COMPLETE, "*.lock", ".*.guard")
+"""Files a finished stage's manifest (``stage.json``'s ``files``) leaves out: the marker itself and
+the locks of the processes that ran it."""
+
+
 def run_job(job: Job) -> None:
     """Run one job in this process and mark it complete (the worker's entry point)."""
     quiet_libraries()  # a worker is srnet's own process: no library noise on the sweep's terminal
@@ -72,7 +77,8 @@ def run_job(job: Job) -> None:
               job.folder)
     atomic_write_json(job.folder / COMPLETE, {"stage": job.name, "kind": job.kind, "key": job.key,
                                               "grid": job.grid, "deps": job.deps,
-                                              "peak_rss_mb": peak_rss_mb()})
+                                              "peak_rss_mb": peak_rss_mb(),
+                                              "files": file_manifest(job.folder, NOT_IN_MANIFEST)})
 
 
 def peak_rss_mb() -> float:
