@@ -59,10 +59,12 @@ def test_dropping_a_layer_passes_its_input_on_and_saves_a_plain_shallower_model(
         assert torch.allclose(reloaded(**_ids()).logits, expected, atol=1e-5)
 
 
-def test_a_second_drop_records_the_original_indices():
+def test_a_second_drop_records_the_original_indices_and_says_so(caplog):
     model = tiny_classifier("bert", layers=4)
     drop_layers(model, [0])
+    assert not caplog.records
     drop_layers(model, [1, 2])  # of what is left: originals 2 and 3
+    assert "already lacks layers [0] of its original; removing [1, 2] of the 3 it has" in caplog.text
     assert getattr(model.config, DROPPED_KEY) == [0, 2, 3]
     assert model.config.num_hidden_layers == 1
     assert top_layers(4, 2) == [2, 3]

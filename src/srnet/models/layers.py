@@ -10,6 +10,7 @@ card can say which ones.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from torch import nn
@@ -18,6 +19,7 @@ from srnet.errors import SrnetError
 from srnet.models.structure import encoder_blocks, family_of_model, model_family
 
 DROPPED_KEY = "srnet_dropped_layers"
+log = logging.getLogger(__name__)
 
 
 def layer_count(model: nn.Module) -> int:
@@ -54,8 +56,11 @@ def drop_layers(model: nn.Module, indices: Sequence[int]) -> nn.Module:
     parent = model.get_submodule(parent_path) if parent_path else model
     setattr(parent, attribute, nn.ModuleList(kept))
     config = model.config
-    original = len(blocks) + len(getattr(config, DROPPED_KEY, None) or [])
     before = sorted(getattr(config, DROPPED_KEY, None) or [])
+    if before:  # e.g. a recipe that dropped layers, reused to evaluate the model it made
+        log.warning("%s: this model already lacks layers %s of its original; removing %s of the %d it has",
+                    where, before, list(indices), len(blocks))
+    original = len(blocks) + len(before)
     still = [i for i in range(original) if i not in set(before)]
     setattr(config, DROPPED_KEY, sorted([*before, *(still[i] for i in set(indices))]))
     setattr(config, family.depth_key, len(kept))
