@@ -181,6 +181,11 @@ def test_a_finished_compression_resumes_with_new_attack_and_gate_settings_only(c
     assert sorted(p.name for p in (out / "stages" / "student").iterdir()) == trained
     assert again.record.config["attack_n"] == 6 and again.record.config["max_robust_drop"] == 5.0
     assert len([p for p in (out / "stages" / "attack").iterdir() if p.is_dir()]) == 2
+    # a disturbed bench is timed again with another --rounds (what a failed speed gate's line says)
+    benched = api.compress(compressed.record.model, out=out, **{**FAST, "attack_n": 6, "rounds": 2}, **common)
+    assert sorted(p.name for p in (out / "stages" / "student").iterdir()) == trained
+    assert benched.record.speed.rounds == 2
+    assert len([p for p in (out / "stages" / "bench").iterdir() if p.is_dir()]) == 2
 
 
 def test_dry_run_sizes_plans_and_trains_nothing(finetuned, tmp_path, monkeypatch):
@@ -469,6 +474,18 @@ def test_gates_fail_when_they_should(shipped, speedup, failed):
     assert [g["gate"] for g in checked if not g["passed"]] == failed
     bad = [g["line"] for g in checked if not g["passed"]]
     assert all(line.startswith("FAIL ") for line in bad)
+
+
+def test_a_speed_miss_on_a_disturbed_bench_says_how_to_time_it_again():
+    from srnet.experiments.compress.record import ModelFigures, Speed
+
+    config = CompressConfig(speedup=6.0, runtime="torch", gate_rule="points")
+    typed = [ModelFigures.model_validate({"run": "r", **FIGURES})] * 3
+    for warnings, hint in (([], False), (["the machine is busy (load average 2.48 on 2 cores)"], True)):
+        speed = Speed(dense_ms=6.0, compressed_ms=1.0, speedup=5.9, batch=32, length=78, threads=1, rounds=7,
+                      warnings=warnings)
+        (line,) = [g.line for g in gates(config, *typed, speed) if g.gate == "speed"]
+        assert line.startswith("FAIL speed") and ("another --rounds times it again" in line) == hint
 
 
 def test_a_collapse_the_reference_shares_is_named_but_does_not_fail():
