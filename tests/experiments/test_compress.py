@@ -877,7 +877,9 @@ def test_the_sizing_times_the_levels_on_the_model_without_its_dropped_layers(fin
 
     config = CompressConfig(speedup=1.01, levels=[0.0, 0.5], drop_layers=1, rounds=3, batch=4, length=32,
                             margin=0.0, runtime="torch", refine=False)
-    sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lambda _: None)
+    lines: list[str] = []
+    sizing = size_to_machine(resolve_source(str(finetuned), None, None), config, progress=lines.append)
+    assert "2 levels of the model without layers 1 (batch 4" in lines[0]
     assert [p.level for p in sizing.curve] == [0.0, 0.5]
     assert sizing.curve[0].speedup != 1.0  # timed: one layer of two, not the baseline itself
     assert sizing_settings(config)["drop_layers"] == 1

@@ -139,9 +139,13 @@ def size_to_machine(
     and pick the smallest level over the target."""
     started = time.perf_counter()
     shape = "the dev split's lengths" if config.length == "auto" else f"{config.length} tokens"
+    from srnet.experiments.compress.source import dropped_layers
+
+    dropped = dropped_layers(source, config.drop_layers)
+    of = f" of the model without layers {_listed(dropped)}" if dropped else ""
     progress(
-        f"sizing: timing the dense model and {len(config.levels)} levels (batch {config.batch} at {shape}, "
-        f"{config.threads} thread(s), {config.runtime})"
+        f"sizing: timing the dense model and {len(config.levels)} levels{of} (batch {config.batch} at "
+        f"{shape}, {config.threads} thread(s), {config.runtime})"
     )
     curve, result = _timed_curve(source, config)
     level, needed = choose_level(curve, config)
