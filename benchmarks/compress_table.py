@@ -192,8 +192,10 @@ def print_tables(found: dict[int, tuple[dict, Path]]) -> None:
         r = records[seed]
         curve = ", ".join(f"{p['level']:.0%}: {p['speedup']:.2f}" for p in r["sizing"]["curve"])
         gates = "; ".join(g["line"] for g in r["gates"])
+        dropped = r.get("dropped_layers") or []
+        level = f"{r['level']:.0%}" + (f" (layers {', '.join(map(str, dropped))} removed)" if dropped else "")
         print(
-            f"| {seed} | {r['level']:.0%} | {r['speed']['speedup']:.2f}x | {curve} | "
+            f"| {seed} | {level} | {r['speed']['speedup']:.2f}x | {curve} | "
             f"{elapsed(r, found[seed][1])} | {r['peak_rss_mb'] / 1024:.2f} GiB | {gates} |"
         )
     models = {

@@ -38,7 +38,8 @@ def figures(id_acc: float, hard: float) -> dict:
             "charswap_aua": 0.4}
 
 
-def write_seed(folder, seed: int, shipped_hard: float, speedup: float, name: str = "fast") -> None:
+def write_seed(folder, seed: int, shipped_hard: float, speedup: float, name: str = "fast",
+               **extra) -> None:
     stage = folder / name / f"key{seed}"
     stage.mkdir(parents=True)
     (stage / "stage.json").write_text(json.dumps({"stage": name, "grid": {"seed": seed}}))
@@ -47,7 +48,8 @@ def write_seed(folder, seed: int, shipped_hard: float, speedup: float, name: str
               "speed": {"speedup": speedup}, "elapsed_s": 3600, "peak_rss_mb": 2048,
               "gates": [{"line": "PASS speed"}],
               "figures": {"dense": figures(0.68, 0.57), "teacher": figures(0.66, 0.60),
-                          "student": figures(0.66, shipped_hard), "shipped": figures(0.66, shipped_hard)}}
+                          "student": figures(0.66, shipped_hard), "shipped": figures(0.66, shipped_hard)},
+              **extra}
     (stage / "compress.json").write_text(json.dumps(record))
     (stage / "sizing.json").write_text(json.dumps(record["sizing"]))
 
@@ -71,7 +73,7 @@ def test_the_paired_differences_and_targets_are_per_seed(tmp_path, monkeypatch):
 def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkeypatch):
     for seed in (1, 2, 3):
         write_seed(tmp_path, seed, 0.60, 2.2)
-        write_seed(tmp_path, seed, 0.63, 2.5, name="lever")
+        write_seed(tmp_path, seed, 0.63, 2.5, name="lever", dropped_layers=[4, 5])
     page = tmp_path / "page.md"
     page.write_text("<!-- compress_table -->\nold\n<!-- /compress_table -->\n"
                     "<!-- compress_table lever -->\nold\n<!-- /compress_table lever -->\n")
@@ -83,6 +85,7 @@ def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkey
     assert text.startswith("<!-- compress_table -->\nold\n")  # the default stage's block is untouched
     assert "| hard | +3.0, +3.0, +3.0 | 3.0 ± 0.0 | >= +0.0 | yes |" in text
     assert "2.50x, 2.50x, 2.50x" in text and "2.20x" not in text
+    assert "| 1 | 60% (layers 4, 5 removed) | 2.50x |" in text
 
 
 def test_compressions_run_by_hand_are_found_by_their_seed_folders(tmp_path, monkeypatch):
