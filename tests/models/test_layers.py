@@ -108,3 +108,14 @@ def test_a_run_that_drops_a_layer_trains_cuts_and_ships_the_shallower_model(tmp_
         ours, theirs = getattr(run.metrics, kind), getattr(evaluation.metrics, kind)
         accuracy = {k: v["accuracy"] for k, v in ours.items()}
         assert accuracy and accuracy == {k: v["accuracy"] for k, v in theirs.items()}
+
+
+def test_a_masked_lm_loses_layers_too():
+    """TAMT's models (an MLM head on the encoder) take ``model.drop_layers`` the same way."""
+    from conftest import tiny_mlm
+
+    model = tiny_mlm("bert", layers=3).eval()
+    drop_layers(model, [0])
+    assert layer_count(model) == 2 and model.config.num_hidden_layers == 2
+    with torch.no_grad():
+        assert model(**_ids()).logits.shape[:2] == (3, 9)
