@@ -805,7 +805,9 @@ def test_a_dry_run_with_reuse_estimates_only_what_still_trains(compressed, tmp_p
     reused = api.compress(compressed.record.model, out=tmp_path / "c", reuse=compressed.out, **common,
                           progress=lines.append)
     assert f"reuse from {compressed.out}: bias_fit, dense, teacher, teacher_pred" in lines
-    assert reused.estimate_s < plain.estimate_s and not (tmp_path / "c").exists()
+    # the steps, not the seconds: each dry run probes the machine anew, and a busy one varies
+    assert "12 training steps" in plain.plan[-1] and "8 training steps" in reused.plan[-1]  # the teacher's 4
+    assert not (tmp_path / "c").exists()
 
 
 def test_a_resume_of_a_model_changed_since_is_refused(compressed, tmp_path):
