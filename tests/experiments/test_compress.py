@@ -944,3 +944,14 @@ def test_reuse_leaves_behind_what_later_stages_wrote_into_a_reused_folder(compre
     copied = Path(result.record.stages["teacher"])
     assert "teacher" in result.record.reused and not (copied / "attack").exists()
     assert result.record.figures["teacher"].charswap_aua is None
+
+
+def test_reuse_of_the_same_compression_runs_the_artifact_stages_again(compressed, tmp_path):
+    """Everything trained is copied, but export, shipped, attack and bench run again: the attack
+    writes its records into the dense, teacher and shipped folders, which a copy would leave behind."""
+    result = api.compress(compressed.record.model, out=tmp_path / "same", reuse=compressed.out, sparsity=0.5,
+                          bias=BIAS, **FAST, recipe=data_recipe(), **QUIET)
+    assert set(result.record.reused) == {"bias_fit", "dense", "teacher", "teacher_pred", "student"}
+    for name in ("dense", "teacher", "shipped"):
+        assert result.record.figures[name].charswap_aua == compressed.record.figures[name].charswap_aua
+        assert result.record.figures[name].charswap_aua is not None

@@ -33,6 +33,9 @@ ATTACK_DEFAULT = 500
 """``--attack-n`` by default (or the whole split when smaller): enough for an interval of about
 +-3 points on the accuracy under attack."""
 GATE_RULES = ("interval", "points")
+ARTIFACT_STAGES = ("export", "shipped", "attack", "bench")
+"""Stages that train nothing: a resume may change their settings (they run again, in new folders),
+and ``--reuse`` never copies them (the attack writes into other stages' folders)."""
 RESULT_FILE = "compress.json"
 SIZING_FILE = "sizing.json"
 LOCK = ".compress.lock"

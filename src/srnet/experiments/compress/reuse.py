@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from srnet.errors import SrnetError
-from srnet.experiments.compress.config import SIZING_FILE
+from srnet.experiments.compress.config import ARTIFACT_STAGES, SIZING_FILE
 
 
 def reuse_folder(reuse: Path, out: Path, source_sha256: str) -> Path:
@@ -54,7 +54,7 @@ def reusable(jobs: list, folder: Path) -> dict[str, Path]:
     from srnet.rundir.layout import COMPLETE
 
     found = {}
-    for job in jobs:
+    for job in [job for job in jobs if job.name not in ARTIFACT_STAGES]:
         earlier = folder / "stages" / job.folder.parent.name / job.key
         if (earlier / COMPLETE).is_file() and not (job.folder / COMPLETE).is_file():
             manifest(earlier)  # refused here, before anything is copied

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from srnet.errors import NeedsOption, SrnetError
-from srnet.experiments.compress.config import LOCK, RESULT_FILE, SIZING_FILE, CompressConfig
+from srnet.experiments.compress.config import ARTIFACT_STAGES, LOCK, RESULT_FILE, SIZING_FILE, CompressConfig
 from srnet.experiments.compress.record import CompressRecord
 from srnet.experiments.compress.source import Source, resolve_source, source_digest
 from srnet.experiments.sweep.stages import get_stage
@@ -220,8 +220,6 @@ def _run(run: Attempt, resume: bool) -> CompressResult:
     return CompressResult(out, sizing.level, record=record)
 
 
-ARTIFACT_STAGES = ("export", "shipped", "attack", "bench")
-"""Stages that train nothing: a resume may change their settings (they run again, in new folders)."""
 
 
 def record_compress_sweep(sweep: dict[str, Any], stages: Path) -> None:
