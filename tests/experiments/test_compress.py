@@ -920,6 +920,9 @@ def _earlier_teacher(earlier: Path) -> Path:
     (lambda t: (t / "stage.json").write_text(json.dumps(
         {k: v for k, v in json.loads((t / "stage.json").read_text()).items() if k != "files"})),
      "records no digests of the stage's files"),
+    (lambda t: (t / "stage.json").write_text(json.dumps(
+        {**json.loads((t / "stage.json").read_text()), "files": {"../../sizing.json": "0" * 64}})),
+     "lists '../../sizing.json', not a file inside its stage folder"),
 ])
 def test_reuse_copies_only_files_that_match_the_stages_recorded_digests(compressed, tmp_path, spoil, message):
     """A finished stage's stage.json lists each file it wrote with its SHA-256; --reuse checks every

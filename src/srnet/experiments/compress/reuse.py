@@ -73,12 +73,20 @@ def manifest(earlier: Path) -> dict[str, str]:
 
     from srnet.rundir.layout import COMPLETE
 
-    files = json.loads((earlier / COMPLETE).read_text(encoding="utf-8")).get("files")
+    record = earlier / COMPLETE
+    try:
+        files = json.loads(record.read_text(encoding="utf-8")).get("files")
+    except (ValueError, AttributeError):
+        raise SrnetError(f"--reuse: {record} is not a stage record") from None
     if not isinstance(files, dict):
         raise SrnetError(
-            f"--reuse: {earlier / COMPLETE} records no digests of the stage's files (an older srnet "
+            f"--reuse: {record} records no digests of the stage's files (an older srnet "
             "finished it), so a copy could not be checked; run the stage again"
         )
+    for name, digest in files.items():
+        parts = Path(name).parts
+        if Path(name).is_absolute() or not parts or ".." in parts or not isinstance(digest, str):
+            raise SrnetError(f"--reuse: {record} lists '{name}', not a file inside its stage folder")
     return files
 
 
