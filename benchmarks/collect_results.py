@@ -3,8 +3,9 @@
 For each run directory (one with a ``metrics.json``) under SRC, copies ``metrics.json``,
 ``config.yaml``, ``environment.json`` and ``log.jsonl`` (and a bias stage's ``bias_metrics.json``,
 a compress stage's ``compress.json`` and ``sizing.json``, a bench stage's ``bench.json``, a sweep's
-``events.jsonl``, a pilot's ``pilot.json``, and the attack summaries ``attack/<name>.json``) to the
-same relative path under DST, so a study run in parts loses nothing between sessions.
+``events.jsonl``, a pilot's ``pilot.json``, and the attack summaries ``attack/<name>.json`` and
+``attack/<stage key>/<name>.json``) to the same relative path under DST, so a study run in parts
+loses nothing between sessions.
 Models, masks and predictions stay out.  Run:
 ``python benchmarks/collect_results.py runs/rmc_easy_hard_cpu results/rmc_easy_hard_cpu``.
 """
@@ -34,9 +35,10 @@ def collect(src: Path, dst: Path) -> int:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
                 copied += 1
-        for summary in sorted((run / "attack").glob("*.json")):
-            (target / "attack").mkdir(exist_ok=True)
-            shutil.copy2(summary, target / "attack" / summary.name)
+        for summary in sorted([*(run / "attack").glob("*.json"), *(run / "attack").glob("*/*.json")]):
+            kept = target / summary.relative_to(run)
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(summary, kept)
             copied += 1
     return copied
 

@@ -285,11 +285,12 @@ def test_attack_stage_hands_the_encoder_and_its_cache_to_the_next_run(nli_run, t
     assert attack_stage([first, second], "both") == alone  # the second victim encodes nothing new
     assert len(built) == 2  # one encoder per stage, handed to the next run
 
-    def rows(run):
-        return [json.loads(line) for line in (run / "attack" / "wordswap.jsonl").read_text().splitlines()]
+    def rows(run, stage):  # each stage writes in its own sub-folder of the run
+        lines = (run / "attack" / stage / "wordswap.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines]
 
-    assert rows(second) == rows(first)  # the same model attacked through the cache: the same outcomes
-    summaries = [json.loads((r / "attack" / "wordswap.json").read_text()) for r in (first, second)]
+    assert rows(second, "both") == rows(first, "both") == rows(first, "alone")  # through the cache: the same
+    summaries = [json.loads((r / "attack" / "both" / "wordswap.json").read_text()) for r in (first, second)]
     assert summaries[0]["resources"] == summaries[1]["resources"]
 
 

@@ -18,7 +18,7 @@ from srnet.cli import main
 from srnet.errors import SrnetError
 from srnet.experiments.compress.config import GATE_FAILED_EXIT, CompressConfig
 from srnet.experiments.compress.gates import gates
-from srnet.experiments.compress.record import CompressRecord
+from srnet.experiments.compress.record import CompressRecord, stage_attack_file
 from srnet.experiments.compress.run import CompressResult
 from srnet.io import file_sha256
 from srnet.rundir import locks
@@ -181,6 +181,11 @@ def test_a_finished_compression_resumes_with_new_attack_and_gate_settings_only(c
     assert sorted(p.name for p in (out / "stages" / "student").iterdir()) == trained
     assert again.record.config["attack_n"] == 6 and again.record.config["max_robust_drop"] == 5.0
     assert len([p for p in (out / "stages" / "attack").iterdir() if p.is_dir()]) == 2
+    for model in ("dense", "teacher", "shipped"):  # each attack stage kept its results
+        results = Path(again.record.stages[model]).glob("attack/*/*.json")
+        assert sorted(json.loads(p.read_text())["total"] for p in results) == [4, 6]
+        assert stage_attack_file(again.record.stages[model], again.record.stages["attack"]).parent.name == (
+            Path(again.record.stages["attack"]).name)
     # a disturbed bench is timed again with another --rounds (what a failed speed gate's line says)
     benched = api.compress(compressed.record.model, out=out, **{**FAST, "attack_n": 6, "rounds": 2}, **common)
     assert sorted(p.name for p in (out / "stages" / "student").iterdir()) == trained
@@ -958,3 +963,21 @@ def test_reuse_of_the_same_compression_runs_the_artifact_stages_again(compressed
     for name in ("dense", "teacher", "shipped"):
         assert result.record.figures[name].charswap_aua == compressed.record.figures[name].charswap_aua
         assert result.record.figures[name].charswap_aua is not None
+
+
+def test_an_older_attack_stage_is_read_through_the_file_its_marker_names(tmp_path):
+    """A compression finished by an older srnet has its charswap results in ``RUN/attack/``; its
+    attack stage's ``.done`` markers name them, and only a file they name is read as the stage's."""
+    run = tmp_path / "stages" / "dense" / "ee13"
+    (run / "attack").mkdir(parents=True)
+    (run / "attack" / "charswap.json").write_text("{}")
+    stage = tmp_path / "stages" / "attack" / "f880"
+    stage.mkdir(parents=True)
+    assert stage_attack_file(run, stage) is None  # no marker names it: another attack's result
+    (stage / "0_charswap.done").write_text("runs/x/stages/dense/other/attack/charswap.json\n")
+    assert stage_attack_file(run, stage) is None
+    (stage / "1_charswap.done").write_text("runs/x/stages/dense/ee13/attack/charswap.json\n")
+    assert stage_attack_file(run, stage) == run / "attack" / "charswap.json"
+    (run / "attack" / "f880").mkdir()
+    (run / "attack" / "f880" / "charswap.json").write_text("{}")  # today's layout comes first
+    assert stage_attack_file(run, stage) == run / "attack" / "f880" / "charswap.json"

@@ -13,6 +13,7 @@ from conftest import synthetic_split as synthetic
 from srnet import api
 from srnet.errors import SrnetError
 from srnet.reporting.study import write_report
+from srnet.rundir.layout import stage_attack_dir
 from srnet.sparsity.mask_io import load_masks
 from srnet.sparsity.tickets import load_scores
 
@@ -72,7 +73,8 @@ def test_robust_ticket_pipeline_on_a_tiny_model(tmp_path, tiny_model_dir, monkey
     metrics = json.loads((job["ticket"].folder / "metrics.json").read_text())
     assert metrics["sparsity"]["overall"] == pytest.approx(0.3, abs=1e-3)
 
-    attacked = [job[n].folder / "attack" / "charswap.json" for n in ("ft", "ticket", "rticket")]
+    attacked = [stage_attack_dir(job[n].folder, job["attacks"].folder) / "charswap.json"
+                for n in ("ft", "ticket", "rticket")]  # in the attack stage's own sub-folder of each run
     assert [json.loads(p.read_text())["total"] for p in attacked] == [4, 4, 4]
     markers = sorted(p.name for p in job["attacks"].folder.glob("*.done"))
     assert markers == ["0_charswap.done", "1_charswap.done", "2_charswap.done"]

@@ -513,3 +513,19 @@ def test_backfill_gives_older_attack_summaries_their_survivors(tmp_path):
     assert module.backfill(tmp_path) == 1
     assert json.loads((attack / "charswap.json").read_text())["survivors"] == ["x"]
     assert module.backfill(tmp_path) == 0  # already there
+
+
+def test_two_results_of_one_attack_in_a_run_are_refused_not_chosen(tmp_path):
+    """A sweep stage's sub-folder result and an ``srnet attack`` result of the same attack: the
+    report names both rather than picking one."""
+    from srnet.rundir.layout import load_attacks
+
+    run = write_run(tmp_path, "dense", seed=1, dev=0.9)
+    (run / "attack" / "f00d").mkdir(parents=True)
+    (run / "attack" / "f00d" / "charswap.json").write_text(json.dumps(_summary(["a"])))
+    assert list(load_attacks(run)) == ["charswap"]
+    (run / "attack" / "charswap.json").write_text(json.dumps(_summary(["b"])))
+    second = r"f00d/charswap.json: a second 'charswap' result .*the first: "
+    with pytest.raises(SrnetError, match=second) as err:
+        load_attacks(run)
+    assert "\n" not in str(err.value)

@@ -55,7 +55,7 @@ class Run:
     schemes: dict[str, LabelScheme] = field(default_factory=dict)
     """Evaluation split name -> its label scheme (when the task and split are known)."""
     attacks: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Attack name -> the summary ``srnet attack`` wrote to ``attack/<name>.json``."""
+    """Attack name -> its summary (:func:`~srnet.rundir.layout.load_attacks`)."""
     grid: dict[str, Any] = field(default_factory=dict)
     """The sweep grid values that shaped the run (its ``stage.json``), seeds left out."""
 

@@ -192,10 +192,34 @@ LOADED_COMMIT = _git_commit()
 code it imported, so a run records the commit it runs, not the one checked out when it starts."""
 
 
+ATTACKS_DIR = "attack"
+"""A run's attack results: ``attack/<name>.json`` from ``srnet attack``, ``attack/<stage key>/<name>.json``
+from a sweep's attack stage (each stage writes only in its own sub-folder, so no stage replaces
+results it did not write)."""
+
+
+def stage_attack_dir(run: str | Path, stage_folder: str | Path) -> Path:
+    """Where the sweep attack stage in ``stage_folder`` writes its results for ``run``."""
+    return Path(run) / ATTACKS_DIR / Path(stage_folder).name
+
+
+def attack_files(root: Path) -> list[Path]:
+    """Every attack summary of a run directory: ``attack/<name>.json`` and ``attack/<key>/<name>.json``."""
+    folder = root / ATTACKS_DIR
+    return sorted([*folder.glob("*.json"), *folder.glob("*/*.json")])
+
+
 def load_attacks(root: Path) -> dict[str, dict[str, Any]]:
-    """Attack name -> summary, for every ``attack/<name>.json`` of a run directory."""
+    """Attack name -> summary, for every attack summary of a run directory (:func:`attack_files`);
+    two results of one attack (two stages, or a stage and ``srnet attack``) are refused in one line
+    rather than one chosen silently."""
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted((root / "attack").glob("*.json")):
+    where: dict[str, Path] = {}
+    for path in attack_files(root):
+        if path.stem in where:
+            raise SrnetError(f"{path}: a second '{path.stem}' result for this run (the first: "
+                             f"{where[path.stem]}); move one out of the run's attack folder")
+        where[path.stem] = path
         try:
             summary = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

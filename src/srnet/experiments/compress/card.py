@@ -62,16 +62,12 @@ def compress_card(record: CompressRecord) -> str:
 
 
 def _what(record: CompressRecord) -> str:
-    cut = (
-        "No cut was needed: the dense model in this runtime reached the target."
-        if record.level == 0
-        else f"{record.level:.0%} of the attention heads and FFN neurons of every layer removed and "
-        "physically "
-        "shrunk (OMP-gradient)."
-    )
-    if record.dropped_layers:
-        how = "; heads and neurons by OMP-gradient, physically shrunk" if record.level else ""
-        cut = f"The cut: {cut_words(record.level, record.dropped_layers)} (layers 0-based{how})."
+    if record.level == 0 and not record.dropped_layers:
+        cut = "No cut was needed: the dense model in this runtime reached the target."
+    else:
+        notes = [*(["layers 0-based"] if record.dropped_layers else []),
+                 *(["heads and neurons chosen by OMP-gradient, physically shrunk"] if record.level else [])]
+        cut = f"The cut: {cut_words(record.level, record.dropped_layers)} ({'; '.join(notes)})."
     return f"{cut} {recovery_sentence(record)}"
 
 

@@ -40,7 +40,7 @@ def finish(
     its presence marks a finished compression); ``passed`` is false when a gate failed, and
     everything is still written."""
     figures = {
-        name: model_figures(outputs[name])
+        name: model_figures(outputs[name], outputs.get("attack"))
         for name in ("dense", "teacher", "student", "shipped", "reference_runtime")
         if name in outputs
     }

@@ -38,6 +38,8 @@ class ModelFigures(_Record):
     evaluated: dict[str, SplitScore] = {}
     """Every other evaluated split (e.g. a test split): on the record and the card, not gated."""
     sparsity: float | None = None
+    """The run's measured sparsity of the model it trained (with ``--drop-layers``: of the layers
+    left; ``dropped_layers`` names the ones removed)."""
     charswap_aua: float | None = None
     charswap_file: str | None = None
     """The file the attack ran on (the shipped graph, or the model folder)."""
@@ -168,9 +170,10 @@ def _why(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def model_figures(run: str | Path) -> ModelFigures:
-    """ID accuracy, easy/hard, every other split (accuracy, gap, collapse) and the charswap
-    accuracy under attack of one finished run, from its own records."""
+def model_figures(run: str | Path, attack_stage: str | Path | None = None) -> ModelFigures:
+    """ID accuracy, easy/hard, every other split (accuracy, gap, collapse) of one finished run, from
+    its own records, and the charswap accuracy under attack that the compression's own attack stage
+    (``attack_stage``, its folder) wrote for it: never another attack's result in the same run."""
     from srnet.rundir.record import read_metrics
 
     metrics = read_metrics(run)
@@ -188,12 +191,28 @@ def model_figures(run: str | Path) -> ModelFigures:
         evaluated={name: _score(s) for name, s in others},
         sparsity=metrics.sparsity.overall if metrics.sparsity else None,
     )
-    attack = Path(run) / "attack" / "charswap.json"
-    if attack.is_file():
+    attack = stage_attack_file(run, attack_stage) if attack_stage is not None else None
+    if attack is not None:
         summary = json.loads(attack.read_text(encoding="utf-8"))
         figures.charswap_aua = summary.get("aua")
         figures.charswap_file = attacked_file(summary)
     return figures
+
+
+def stage_attack_file(run: str | Path, attack_stage: str | Path, attack: str = "charswap") -> Path | None:
+    """The ``attack`` summary the attack stage in ``attack_stage`` wrote for ``run``: in the stage's
+    own sub-folder of the run, or, for a stage of an older srnet, the run's ``attack/<attack>.json``
+    that one of the stage's ``.done`` markers names (None when the stage attacked nothing there)."""
+    from srnet.rundir.layout import ATTACKS_DIR, stage_attack_dir
+
+    own = stage_attack_dir(run, attack_stage) / f"{attack}.json"
+    if own.is_file():
+        return own
+    legacy = Path(run) / ATTACKS_DIR / f"{attack}.json"
+    tail = (Path(run).name, ATTACKS_DIR, legacy.name)
+    named = (Path(m.read_text(encoding="utf-8").strip()).parts[-3:]
+             for m in Path(attack_stage).glob(f"*_{attack}.done"))
+    return legacy if legacy.is_file() and tail in named else None
 
 
 def _score(scores: dict[str, Any]) -> SplitScore:

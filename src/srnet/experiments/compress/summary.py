@@ -20,9 +20,8 @@ def compress_summary(record: CompressRecord) -> str:
         rows.append(row)
     columns = list(dict.fromkeys(c for row in rows for c in row))
     speed = record.speed
-    cut = "no cut" if record.level == 0 else f"level {record.level:.0%} heads+neurons"
-    if record.dropped_layers:
-        cut = cut_words(record.level, record.dropped_layers)
+    cut = (cut_words(record.level, record.dropped_layers) if record.dropped_layers
+           else f"level {record.level:.0%} heads+neurons" if record.level else "no cut")
     lines = [
         format_table(rows, columns, {c: ".4f" for c in columns[2:]}),
         f"speed: {speed.speedup:.2f}x dense PyTorch FP32 ({speed.dense_ms:.1f} -> "

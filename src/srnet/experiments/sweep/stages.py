@@ -240,8 +240,10 @@ class AttackParams(AttackSettings):
 
 @register_stage("attack")
 class AttackStage(Stage):
-    """``srnet attack`` of every run with every attack; each result lands in ``RUN/attack/<name>.json``
-    (where ``srnet report`` reads it).  ``<folder>/<i>_<name>.done`` marks finished pairs, so a
+    """``srnet attack`` of every run with every attack; each result lands in
+    ``RUN/attack/<stage key>/<name>.json`` (where ``srnet report`` reads it): the stage's own
+    sub-folder, so a rerun replaces only what this stage wrote, never another stage's or a user's
+    results.  ``<folder>/<i>_<name>.done`` marks finished pairs, so a
     killed stage resumes at the first unfinished one.  An attack's victim-independent state (e.g.
     its sentence encoder's cached embeddings) passes from one run to the next."""
 
@@ -253,6 +255,7 @@ class AttackStage(Stage):
     def run(self, recipe: Recipe, params: AttackParams, folder: Path) -> None:
         from srnet.experiments.verbs.attack_run import attack_run
         from srnet.io import atomic_write_text
+        from srnet.rundir.layout import stage_attack_dir
 
         shared: dict[str, dict] = {}  # attack -> its state a later run reuses (the encoder's cache)
         for index, run in enumerate(params.runs):
@@ -262,8 +265,8 @@ class AttackStage(Stage):
                     continue
                 config = AttackConfig(**params.model_dump(include=set(AttackSettings.model_fields)),
                                       attack=name, params=params.params.get(name, {}))
-                report = attack_run(run, None, config, resources=shared.get(name),
-                                    overwrite=True)  # a rerun of the unfinished pair
+                report = attack_run(run, None, config, out=stage_attack_dir(run, folder),
+                                    resources=shared.get(name), overwrite=True)  # its unfinished pair
                 shared[name] = report.shared
                 atomic_write_text(done, f"{report.summary_path}\n")
 

@@ -32,7 +32,7 @@ from srnet.export.runtimes import get_runtime
 from srnet.io import atomic_write_json, atomic_write_jsonl, refuse_existing
 from srnet.models.loading import default_device, load_classifier, load_tokenizer
 from srnet.rundir import locks
-from srnet.rundir.layout import RunDir
+from srnet.rundir.layout import ATTACKS_DIR, RunDir
 from srnet.tasks import get_task, label_space, load_examples, split_name
 from srnet.tasks.base import Example
 
@@ -127,7 +127,7 @@ def _resolve(model: str, recipe: Recipe | None, out: str | Path | None) -> tuple
     if out is None:
         if not is_run:
             raise SrnetError(f"'{model}' is not an srnet run directory; pass --out for the results folder")
-        out = run.root / "attack"
+        out = run.root / ATTACKS_DIR
     source = (_scored_export(run) or str(run.model)) if is_run else model
     return recipe, Path(out), source
 

@@ -1,7 +1,8 @@
 """Section ``attacks``: one table per attack the set's runs were attacked with.
 
-Reads ``RUN/attack/<name>.json`` (written by ``srnet attack`` or a sweep's ``attack`` stage):
-Clean%, Aua%, Suc% and #Query, mean ± std over the attacked runs of each configuration.
+Reads ``RUN/attack/<name>.json`` (``srnet attack``) and ``RUN/attack/<stage key>/<name>.json`` (a
+sweep's ``attack`` stage): Clean%, Aua%, Suc% and #Query, mean ± std over the attacked runs of each
+configuration.
 """
 
 from __future__ import annotations
