@@ -493,3 +493,25 @@ def test_sizing_refines_between_the_levels_around_the_target(finetuned, monkeypa
     assert refined.level == 0.45 and refined.settings["refine"] is True
     grid = size_to_machine(source, CompressConfig(refine=False, **settings), progress=lambda _: None)
     assert grid.level == 0.5 and [p.level for p in grid.curve] == [0.0, 0.3, 0.5, 0.7]
+
+
+def test_sparsity_0_ships_the_reference_after_the_same_recovery_uncut(finetuned, tmp_path):
+    """``--sparsity 0`` is the compute-matched control: nothing timed or cut, the teacher given the
+    student's recovery ships unshrunk, no speed gate, and the card says it is a control."""
+    lines = []
+    data = tiny_recipe(tmp_path, "unused", "x", training={"max_steps": 2, "eval_every": None})
+    del data["name"], data["output_dir"], data["model"]
+    result = api.compress(str(finetuned), out=tmp_path / "c", sparsity=0, bias="hypothesis_bow",
+                          runtime="torch", rounds=1, batch=4, length=16, attack_n=0, recipe=data,
+                          progress=lines.append)
+    record = result.record
+    assert record.level == 0.0 and not record.sizing.get("curve")
+    assert not any(line.startswith("sizing: timing") for line in lines)  # a given level is not sized
+    student = yaml.safe_load((Path(record.stages["student"]) / "config.yaml").read_text())
+    assert student["pruning"]["method"] == "dense"  # no cut
+    assert student["model"]["init_from"] == record.stages["teacher"]  # the teacher, uncut
+    assert student["training"]["max_steps"] == 4  # the recovery: twice the recipe's 2 steps
+    info = json.loads((tmp_path / "c" / "model" / "srnet_export.json").read_text())
+    assert not info.get("shrunk")
+    assert "speed" not in [g.gate for g in record.gates]
+    assert "No cut (`--sparsity 0`)" in (tmp_path / "c" / "model" / "README.md").read_text()

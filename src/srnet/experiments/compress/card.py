@@ -63,7 +63,11 @@ def compress_card(record: CompressRecord) -> str:
 
 def _what(record: CompressRecord) -> str:
     if record.level == 0 and not record.dropped_layers:
-        cut = "No cut was needed: the dense model in this runtime reached the target."
+        cut = (
+            "No cut was needed: the dense model in this runtime reached the target."
+            if record.config.get("speedup") is not None
+            else "No cut (`--sparsity 0`): the dense model in this runtime, as a control."
+        )
     else:
         notes = [*(["layers 0-based"] if record.dropped_layers else []),
                  *(["heads and neurons chosen by OMP-gradient, physically shrunk"] if record.level else [])]

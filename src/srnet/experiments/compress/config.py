@@ -63,9 +63,10 @@ class CompressConfig(VerbConfig):
     )
     sparsity: float | None = Field(
         None,
-        gt=0,
+        ge=0,
         lt=1,
-        description="fraction of heads and FFN neurons to remove in every layer (exclusive with --speedup)",
+        description="fraction of heads and FFN neurons to remove in every layer (exclusive with --speedup); "
+        "0: no cut, the reference after the same recovery in the runtime (the compute-matched control)",
     )
     runtime: str = Field(
         "auto",
