@@ -21,6 +21,10 @@ another runtime, no retraining) it prints each such row against the reference, t
 and the model as shipped, paired by seed, with the targets above (``--page``: the block
 ``<!-- compress_table S rescored -->``).
 
+With ``--against S`` it prints the shipped model minus stage ``S``'s shipped model, paired by seed
+(two arms of one study), and whether both had the same reference (its figures equal: the same
+teacher computation), so an arm's difference is read against the same teacher.
+
 Run: ``python benchmarks/compress_table.py results/compress_mnli_cpu`` (``--page P`` also replaces
 the page's ``<!-- compress_table -->`` block with what is printed; ``--stage S``: its
 ``<!-- compress_table S -->`` block).
@@ -182,6 +186,29 @@ def print_no_cut(rows: dict[str, list[dict]], measures: list[str]) -> None:
             print(f"| {key} | {', '.join(f'{d:+.1f}' for d in diffs)} | {mean_std(diffs)} |")
 
 
+Found = dict[int, tuple[dict, Path]]
+"""Seed -> (compress.json, its stage folder), as :func:`load` returns them."""
+
+
+def print_against(found: Found, other: Found, stage: str) -> None:
+    """This stage's shipped model minus ``stage``'s, per seed both finished, and whether their
+    references scored the same (the same teacher, so the difference is the arms' alone)."""
+    seeds = sorted(set(found) & set(other))
+    if not seeds:
+        raise SystemExit(f"--against {stage}: no seed finished in both stages")
+    mine = {s: values(found[s][0]["figures"]["shipped"]) for s in seeds}
+    theirs = {s: values(other[s][0]["figures"]["shipped"]) for s in seeds}
+    same = [found[s][0]["figures"]["teacher"] == other[s][0]["figures"]["teacher"] for s in seeds]
+    print(f"\n| shipped − {stage}'s shipped (seeds {', '.join(map(str, seeds))}) | per seed | mean ± std |")
+    print("|---|---|---|")
+    for key in mine[seeds[0]]:
+        diffs = [mine[s][key] - theirs[s][key] for s in seeds
+                 if mine[s].get(key) is not None and theirs[s].get(key) is not None]
+        if diffs:
+            print(f"| {key} | {', '.join(f'{d:+.2f}' for d in diffs)} | {mean_std(diffs, 2)} |")
+    print(f"| the same reference's figures | {', '.join('yes' if x else 'no' for x in same)} | |")
+
+
 def print_tables(found: dict[int, tuple[dict, Path]]) -> None:
     """The seeds, the models and the paired differences, as printed by :func:`main`."""
     records = {seed: record for seed, (record, _) in found.items()}
@@ -253,6 +280,7 @@ def main() -> None:
         default=[],
         help="folders of re-scored runs, <row>_s<seed>/metrics.json (rows: pc, emb)",
     )
+    parser.add_argument("--against", help="another compress stage: the shipped models' differences, per seed")
     args = parser.parse_args()
     records = load(args.folder, args.stage)
     if not records:
@@ -269,10 +297,13 @@ def main() -> None:
                 for name, rows in load_controls(folder, RESCORED).items()
             }
             print_rescored(records, {name: rescored[name] for name in RESCORED if name in rescored})
+        if args.against:
+            print_against(records, load(args.folder, args.against), args.against)
     print(printed.getvalue(), end="")
     if args.page:
         block = "compress_table" if args.stage == "fast" else f"compress_table {args.stage}"
         block += " rescored" if args.rescored else ""
+        block += f" against {args.against}" if args.against else ""
         paste_block(args.page, block, printed.getvalue().rstrip())
 
 

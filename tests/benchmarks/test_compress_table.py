@@ -88,6 +88,28 @@ def test_another_compress_stage_has_its_own_rows_and_page_block(tmp_path, monkey
     assert "| 1 | 60% (layers 4, 5 removed) | 2.50x |" in text
 
 
+def test_two_arms_are_paired_by_seed_and_their_references_compared(tmp_path, monkeypatch):
+    """``--against``: one arm's shipped model minus another's, per seed both finished, and whether
+    each seed's reference scored the same in both (the same teacher)."""
+    for seed, hard in ((1, 0.62), (2, 0.63), (3, 0.64)):
+        write_seed(tmp_path, seed, hard, 2.2, name="long")
+    for seed in (1, 2):
+        write_seed(tmp_path, seed, 0.60, 2.2, name="short")
+    argv = ["--stage", "long", "--against", "short"]
+    lines = script_output("compress_table", [str(tmp_path), *argv], monkeypatch)
+    assert "| shipped − short's shipped (seeds 1, 2) | per seed | mean ± std |" in lines
+    assert "| hard | +2.00, +3.00 | 2.50 ± 0.71 |" in lines and "| ID | +0.00, +0.00 | 0.00 ± 0.00 |" in lines
+    assert "| the same reference's figures | yes, yes | |" in lines
+    record = tmp_path / "short" / "key2" / "compress.json"
+    changed = json.loads(record.read_text())
+    changed["figures"]["teacher"]["hard"] = 0.61  # another teacher on seed 2
+    record.write_text(json.dumps(changed))
+    lines = script_output("compress_table", [str(tmp_path), *argv], monkeypatch)
+    assert "| the same reference's figures | yes, no | |" in lines
+    with pytest.raises(SystemExit, match="--against none: no seed finished in both stages"):
+        script_output("compress_table", [str(tmp_path), "--stage", "long", "--against", "none"], monkeypatch)
+
+
 def test_compressions_run_by_hand_are_found_by_their_seed_folders(tmp_path, monkeypatch):
     """``srnet compress`` run by hand per seed (no sweep, so no stage.json): ``<stage>/s<seed>/``."""
     for seed, hard in ((1, 0.61), (2, 0.58), (3, 0.60)):
