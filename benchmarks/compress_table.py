@@ -198,7 +198,9 @@ def print_against(found: Found, other: Found, stage: str) -> None:
         raise SystemExit(f"--against {stage}: no seed finished in both stages")
     mine = {s: values(found[s][0]["figures"]["shipped"]) for s in seeds}
     theirs = {s: values(other[s][0]["figures"]["shipped"]) for s in seeds}
-    same = [found[s][0]["figures"]["teacher"] == other[s][0]["figures"]["teacher"] for s in seeds]
+    teacher = {s: (values(found[s][0]["figures"]["teacher"]), values(other[s][0]["figures"]["teacher"]))
+               for s in seeds}  # the figures, not the record's fields (its run folder differs by arm)
+    same = [mine_ == theirs_ for mine_, theirs_ in teacher.values()]
     print(f"\n| shipped − {stage}'s shipped (seeds {', '.join(map(str, seeds))}) | per seed | mean ± std |")
     print("|---|---|---|")
     for key in mine[seeds[0]]:

@@ -95,6 +95,10 @@ def test_two_arms_are_paired_by_seed_and_their_references_compared(tmp_path, mon
         write_seed(tmp_path, seed, hard, 2.2, name="long")
     for seed in (1, 2):
         write_seed(tmp_path, seed, 0.60, 2.2, name="short")
+        record = tmp_path / "short" / f"key{seed}" / "compress.json"
+        moved = json.loads(record.read_text())
+        moved["figures"]["teacher"]["run"] = f"short/key{seed}/stages/teacher"  # another folder, same figures
+        record.write_text(json.dumps(moved))
     argv = ["--stage", "long", "--against", "short"]
     lines = script_output("compress_table", [str(tmp_path), *argv], monkeypatch)
     assert "| shipped − short's shipped (seeds 1, 2) | per seed | mean ± std |" in lines
