@@ -331,14 +331,27 @@ def test_recovery_epochs_lengthen_the_student_and_its_estimate(finetuned, tmp_pa
     ({"epochs": 3.0, "max_steps": 4}, 2.0, {"training.max_steps": 8}),     # max_steps wins over epochs
     ({"epochs": 3.0, "max_steps": 4}, 1.0, {}),
 ])
-def test_the_recovery_is_twice_the_recipes_training_by_default(training, factor, expected):
+def test_the_recovery_is_the_given_multiple_of_the_recipes_training(training, factor, expected):
     from srnet.experiments.compress.plan import recovery_length
 
-    assert CompressConfig(sparsity=0.5).recovery_factor == 2.0
-    assert recovery_length(CompressConfig(sparsity=0.5, recovery_factor=factor), training) == expected
+    given = CompressConfig(sparsity=0.5, recovery_factor=factor)
+    for level in (0.0, 0.5, 0.8):  # a given factor holds at every depth
+        assert recovery_length(given, training, level) == expected
     epochs = CompressConfig(sparsity=0.5, recovery_epochs=3)  # sets the length alone, the factor unused
-    assert recovery_length(epochs, training) == {"training.epochs": 3, "training.max_steps": None}
+    assert recovery_length(epochs, training, 0.8) == {"training.epochs": 3, "training.max_steps": None}
     assert epochs.recovery_factor == 1.0  # so a stage recorded before the factor existed keeps its key
+
+
+@pytest.mark.parametrize(("level", "epochs"), [(0.0, 2.0), (0.5, 2.0), (0.6, 2.0), (0.65, 4.0), (0.75, 4.0)])
+def test_by_default_the_recovery_is_twice_the_training_and_four_times_from_a_65_percent_cut(level, epochs):
+    """The MNLI deep study's lever: a recovery twice as long from a 65% cut on, where factor 4 led
+    factor 2 on every seed; shallower cuts keep factor 2."""
+    from srnet.experiments.compress.plan import recovery_length
+
+    config = CompressConfig(sparsity=0.5)
+    assert config.recovery_factor is None and config.recovery_factor_at(level) == epochs
+    assert recovery_length(config, {"epochs": 1.0, "max_steps": None}, level) == {
+        "training.epochs": epochs, "training.max_steps": None}
 
 
 def test_the_default_recovery_reaches_the_student_and_its_estimate(finetuned, tmp_path):

@@ -29,6 +29,13 @@ sides combined with the bias model's (``kd`` ``through_bias``), no distillation,
 every layer's hidden states matched to the teacher's (cosine distance, weight 1; the teacher is a
 frozen copy of the student's starting weights, one dense forward pass per step), or the KL plus
 every layer's attention maps (KL per live head, weight 1; the same teacher, eager attention)."""
+RECOVERY_FACTOR = 2.0
+DEEP_CUT = 0.65
+DEEP_RECOVERY_FACTOR = 4.0
+"""Without ``--recovery-factor`` or ``--recovery-epochs`` the recovery is RECOVERY_FACTOR times the
+recipe's training, and DEEP_RECOVERY_FACTOR times from a DEEP_CUT cut on (docs/studies/
+compress_mnli_deep.md: factor 4 led factor 2 at 70-75% on every MNLI seed;
+compress_synthetic_recovery.md: at 65% on every synthetic seed)."""
 ATTACK_DEFAULT = 500
 """``--attack-n`` by default (or the whole split when smaller): enough for an interval of about
 +-3 points on the accuracy under attack."""
@@ -122,12 +129,13 @@ class CompressConfig(VerbConfig):
         description="epochs of the distilled recovery after the cut (default: --recovery-factor times "
         "the recipe's training)",
     )
-    recovery_factor: float = Field(
-        2.0,
+    recovery_factor: float | None = Field(
+        None,
         gt=0,
         le=20,
         description="without --recovery-epochs: the recovery's length as a multiple of the recipe's "
-        "training (its epochs, or max_steps where set)",
+        f"training (its epochs, or max_steps where set); default {RECOVERY_FACTOR:g}, or "
+        f"{DEEP_RECOVERY_FACTOR:g} when the cut removes {DEEP_CUT:.0%} or more",
     )
     gradual_cut: float = Field(
         0.0,
@@ -201,7 +209,7 @@ class CompressConfig(VerbConfig):
         if (self.speedup is None) == (self.sparsity is None):
             raise ValueError("give exactly one target: --speedup X or --sparsity S")
         if self.recovery_epochs is not None:
-            if "recovery_factor" in self.model_fields_set and self.recovery_factor != 1:
+            if self.recovery_factor not in (None, 1):
                 raise ValueError("give --recovery-epochs or --recovery-factor, not both")
             self.recovery_factor = 1.0  # unused: --recovery-epochs sets the length alone
         if self.recovery_distill == "through-bias" and self.bias is None:
@@ -209,3 +217,10 @@ class CompressConfig(VerbConfig):
                 "--recovery-distill through-bias combines the KL with the bias model: give --bias"
             )
         return self
+
+    def recovery_factor_at(self, level: float) -> float:
+        """The recovery's multiple of the recipe's training for a cut of ``level``: the one given,
+        else the default (longer from a :data:`DEEP_CUT` cut on)."""
+        if self.recovery_factor is not None:
+            return self.recovery_factor
+        return DEEP_RECOVERY_FACTOR if level >= DEEP_CUT - 1e-9 else RECOVERY_FACTOR

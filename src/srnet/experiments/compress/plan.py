@@ -88,7 +88,7 @@ def student_keys(
         "objective": DISTILLATION[config.recovery_distill],
         "training.lr": RECOVERY_LR,
         "training.warmup_ratio": 0.0,
-        **recovery_length(config, source.recipe["training"]),
+        **recovery_length(config, source.recipe["training"], level),
         "tags.paradigm": "structured" if level or dropped else "dense",
     }
     if dropped:
@@ -164,13 +164,15 @@ def control_stage(config: CompressConfig, source: Source, shared: dict[str, Any]
     return {"reference_runtime": {"kind": "evaluate", "set": keys}}
 
 
-def recovery_length(config: CompressConfig, training: dict[str, Any]) -> dict[str, Any]:
-    """The student's ``training.*`` keys that set its recovery's length: ``--recovery-epochs``, else
-    ``--recovery-factor`` times the recipe's ``training`` (its max_steps where set, else its epochs)."""
+def recovery_length(config: CompressConfig, training: dict[str, Any], level: float) -> dict[str, Any]:
+    """The student's ``training.*`` keys that set its recovery's length after a cut of ``level``:
+    ``--recovery-epochs``, else the recovery factor (:meth:`CompressConfig.recovery_factor_at`) times
+    the recipe's ``training`` (its max_steps where set, else its epochs)."""
     if config.recovery_epochs:
         return {"training.epochs": config.recovery_epochs, "training.max_steps": None}
-    if config.recovery_factor == 1:
+    factor = config.recovery_factor_at(level)
+    if factor == 1:
         return {}
     if training.get("max_steps"):
-        return {"training.max_steps": max(1, round(training["max_steps"] * config.recovery_factor))}
-    return {"training.epochs": training["epochs"] * config.recovery_factor, "training.max_steps": None}
+        return {"training.max_steps": max(1, round(training["max_steps"] * factor))}
+    return {"training.epochs": training["epochs"] * factor, "training.max_steps": None}
