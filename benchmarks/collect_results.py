@@ -16,6 +16,8 @@ import argparse
 import shutil
 from pathlib import Path
 
+from srnet.rundir.layout import attack_files
+
 KEPT = ("metrics.json", "config.yaml", "environment.json", "log.jsonl", "bias_metrics.json", "stage.json",
         "compress.json", "sizing.json", "bench.json", "events.jsonl", "pilot.json")
 MARKERS = ("metrics.json", "bias_metrics.json", "compress.json", "bench.json", "events.jsonl")
@@ -35,7 +37,7 @@ def collect(src: Path, dst: Path) -> int:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
                 copied += 1
-        for summary in sorted([*(run / "attack").glob("*.json"), *(run / "attack").glob("*/*.json")]):
+        for summary in attack_files(run):
             kept = target / summary.relative_to(run)
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(summary, kept)
